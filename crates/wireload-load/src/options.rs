@@ -1,0 +1,92 @@
+//! Options, controls and the report of a load.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use wireload_csv::{Dialect, ScanMode};
+
+/// How partition buffers are moved into the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MergeStrategy {
+    /// Values are appended one by one to the partition's shared storage, under a lock.
+    Insert,
+    /// Buffers are copied into one contiguous chunk per partition.
+    Copy,
+    /// Each buffer becomes a chunk of the table: a pointer append.
+    #[default]
+    Chunk,
+}
+
+impl std::str::FromStr for MergeStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "insert" => Ok(MergeStrategy::Insert),
+            "copy" => Ok(MergeStrategy::Copy),
+            "chunk" => Ok(MergeStrategy::Chunk),
+            other => Err(format!("unknown merge strategy '{other}' (expected insert, copy or chunk)")),
+        }
+    }
+}
+
+/// Everything that shapes one load.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The CSV dialect of the source.
+    pub dialect: Dialect,
+    /// How chunk boundaries are found.
+    pub mode: ScanMode,
+    /// Chunk size in bytes; `None` picks the default from the cache size and thread count.
+    pub chunk_size: Option<usize>,
+    /// Worker threads; `None` uses the global rayon pool.
+    pub threads: Option<usize>,
+    /// How partition buffers are merged.
+    pub merge: MergeStrategy,
+}
+
+/// Shared between a running load and whoever watches it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadControl {
+    /// Set to true to cancel; the load stops at its next batch and publishes nothing.
+    pub cancel: Arc<AtomicBool>,
+    /// Bytes of input scanned so far (for progress bars).
+    pub bytes_done: Arc<AtomicU64>,
+    /// Total bytes of the input, known once the source is opened.
+    pub bytes_total: Arc<AtomicU64>,
+}
+
+/// What a finished load did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadReport {
+    /// Table loaded into.
+    pub table: String,
+    /// Rows added.
+    pub rows: u64,
+    /// Bytes of input read.
+    pub bytes: u64,
+    /// Wall-clock seconds from opening the source to publishing.
+    pub seconds: f64,
+    /// Chunks the input was cut into.
+    pub chunks: usize,
+}
+
+impl LoadReport {
+    /// Throughput in MB/s (10^6 bytes per second).
+    pub fn mb_per_s(&self) -> f64 {
+        if self.seconds > 0.0 { self.bytes as f64 / 1e6 / self.seconds } else { 0.0 }
+    }
+}
+
+impl std::fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "loaded {} rows into {}, {:.1} MB in {:.3} s ({:.0} MB/s)",
+            self.rows,
+            self.table,
+            self.bytes as f64 / 1e6,
+            self.seconds,
+            self.mb_per_s()
+        )
+    }
+}

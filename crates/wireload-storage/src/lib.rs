@@ -1,0 +1,35 @@
+//! Tables as immutable versions: a catalog of tables, each table a current
+//! [`TableVersion`] of partitions of Arrow chunks, replaced in one atomic step by a writer.
+//!
+//! ```
+//! use wireload_storage::{Catalog, Partitioning, TableDef};
+//! use wireload_types::TableSchema;
+//! let catalog = Catalog::default();
+//! let schema = TableSchema::parse("id INT").unwrap();
+//! let t = catalog.create_table(TableDef::new("t", schema, Partitioning::Single).unwrap(), false).unwrap();
+//! assert_eq!(t.snapshot().num_rows(), 0);
+//! ```
+#![deny(missing_docs)]
+
+mod catalog;
+mod table;
+mod version;
+
+pub use catalog::Catalog;
+pub use table::{Partitioning, Table, TableDef, WriteGuard};
+pub use version::{Partition, TableVersion};
+
+/// Errors of catalog and table operations.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// CREATE TABLE of a name that exists.
+    #[error("table \"{0}\" already exists")]
+    TableExists(String),
+    /// A table name that does not exist.
+    #[error("table \"{0}\" does not exist")]
+    NoSuchTable(String),
+    /// A table definition that is not valid.
+    #[error("invalid table definition: {0}")]
+    InvalidDefinition(String),
+}

@@ -1,0 +1,139 @@
+//! A table: its definition and its current version, swapped atomically by one writer at a time.
+
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use arrow::datatypes::SchemaRef;
+use wireload_types::TableSchema;
+
+use crate::StorageError;
+use crate::version::TableVersion;
+
+/// How a table's rows are split into partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// One partition holds every row.
+    Single,
+    /// `PARTITION BY HASH (column) PARTITIONS count`.
+    Hash {
+        /// index of the partitioning column in the schema
+        column: usize,
+        /// number of partitions (at least 1)
+        count: usize,
+    },
+}
+
+impl Partitioning {
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        match self {
+            Partitioning::Single => 1,
+            Partitioning::Hash { count, .. } => *count,
+        }
+    }
+}
+
+/// What a table is: name, columns and partitioning. Never changes after creation.
+#[derive(Debug, Clone)]
+pub struct TableDef {
+    /// Table name.
+    pub name: String,
+    /// Columns.
+    pub schema: TableSchema,
+    /// Partitioning scheme.
+    pub partitioning: Partitioning,
+    /// The Arrow schema of the table's chunks.
+    pub arrow_schema: SchemaRef,
+}
+
+impl TableDef {
+    /// Checks and builds a definition.
+    pub fn new(
+        name: impl Into<String>,
+        schema: TableSchema,
+        partitioning: Partitioning,
+    ) -> Result<Self, StorageError> {
+        let name = name.into();
+        if schema.columns.is_empty() {
+            return Err(StorageError::InvalidDefinition(format!("table \"{name}\" has no columns")));
+        }
+        for (i, c) in schema.columns.iter().enumerate() {
+            if schema.columns[..i].iter().any(|o| o.name == c.name) {
+                return Err(StorageError::InvalidDefinition(format!(
+                    "column \"{}\" specified more than once",
+                    c.name
+                )));
+            }
+        }
+        if let Partitioning::Hash { column, count } = partitioning {
+            if column >= schema.columns.len() {
+                return Err(StorageError::InvalidDefinition("partitioning column out of range".into()));
+            }
+            if count == 0 || count > 4096 {
+                return Err(StorageError::InvalidDefinition(format!(
+                    "PARTITIONS must be between 1 and 4096, got {count}"
+                )));
+            }
+        }
+        let arrow_schema = schema.arrow_schema();
+        Ok(TableDef { name, schema, partitioning, arrow_schema })
+    }
+}
+
+/// A table of the catalog.
+#[derive(Debug)]
+pub struct Table {
+    def: Arc<TableDef>,
+    current: RwLock<Arc<TableVersion>>,
+    writer: Mutex<()>,
+}
+
+impl Table {
+    pub(crate) fn new(def: TableDef) -> Self {
+        let empty = TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
+        Table { def: Arc::new(def), current: RwLock::new(Arc::new(empty)), writer: Mutex::new(()) }
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// The table's definition.
+    pub fn def(&self) -> &Arc<TableDef> {
+        &self.def
+    }
+
+    /// The current version; it stays valid and unchanged for as long as the caller holds it.
+    pub fn snapshot(&self) -> Arc<TableVersion> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Becomes the table's only writer until the guard is dropped or published.
+    pub fn begin_write(&self) -> WriteGuard<'_> {
+        let lock = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let base = self.snapshot();
+        WriteGuard { table: self, base, _lock: lock }
+    }
+}
+
+/// Exclusive right to publish the next version of a table. Dropping it publishes nothing.
+#[derive(Debug)]
+pub struct WriteGuard<'a> {
+    table: &'a Table,
+    base: Arc<TableVersion>,
+    _lock: MutexGuard<'a, ()>,
+}
+
+impl WriteGuard<'_> {
+    /// The version this write builds on.
+    pub fn base(&self) -> &Arc<TableVersion> {
+        &self.base
+    }
+
+    /// Makes `next` the table's current version in one step.
+    pub fn publish(self, next: TableVersion) -> Arc<TableVersion> {
+        let next = Arc::new(next);
+        *self.table.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&next);
+        next
+    }
+}

@@ -1,0 +1,1 @@
+//! Text-to-value deserializers, one per type, with PostgreSQL's validation rules.
