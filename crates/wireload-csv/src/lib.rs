@@ -1,1 +1,54 @@
-//! placeholder
+//! CSV dialects, quote-safe parallel chunking, and the structural scan that splits
+//! records into fields.
+//!
+//! A load cuts its input into fixed-size *chunks*. Every record belongs to the chunk in
+//! which it starts; the task of a chunk skips the *orphan* at its start (the rest of the
+//! previous chunk's last record) and finishes its own *widow* past its end. Where a chunk
+//! starts inside a quoted field is decided before the tasks run, in parallel, by
+//! [`context::chunk_start_states`] (safe mode), or assumed impossible and checked (fast mode).
+//!
+//! ```
+//! use wireload_csv::{Dialect, FieldBatch, ScanConfig, ScanMode, Scanner};
+//! let data = b"1,\"a,b\"\n2,c\n";
+//! let cfg = ScanConfig::new(&Dialect::default(), ScanMode::Safe).unwrap();
+//! let mut scanner = Scanner::new(&cfg, data, 0, data.len(), 2);
+//! let mut batch = FieldBatch::new(2);
+//! scanner.next_batch(&mut batch, 1024).unwrap();
+//! assert_eq!(batch.rows(), 2);
+//! assert_eq!(batch.field(data, 0, 1), (&b"a,b"[..], true));
+//! ```
+#![deny(missing_docs)]
+
+pub mod block;
+pub mod context;
+mod dialect;
+mod error;
+mod fields;
+pub mod reference;
+mod scan;
+
+pub use context::{QuoteState, chunk_ranges, chunk_start_states, first_record_start};
+pub use dialect::{Dialect, ScanMode};
+pub use error::{DialectError, ScanError, ScanErrorKind};
+pub use fields::FieldBatch;
+pub use scan::{ScanConfig, Scanner};
+
+/// The UTF-8 byte order mark, skipped at the start of the input.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Offset of the first byte after a leading UTF-8 BOM (0 when there is none).
+pub fn skip_bom(data: &[u8]) -> usize {
+    if data.starts_with(BOM) { BOM.len() } else { 0 }
+}
+
+/// 1-based physical line of byte `pos`: one more than the record delimiters before it,
+/// counting `\r\n` once and a lone `\r` as a line end.
+pub fn line_of(data: &[u8], pos: usize) -> u64 {
+    let pos = pos.min(data.len());
+    let head = &data[..pos];
+    let lf = memchr::memchr_iter(b'\n', head).count() as u64;
+    let lone_cr = memchr::memchr_iter(b'\r', head)
+        .filter(|&i| data.get(i + 1) != Some(&b'\n'))
+        .count() as u64;
+    1 + lf + lone_cr
+}

@@ -1,0 +1,246 @@
+//! The chunked scan against the `csv` crate (random valid RFC 4180 files, every chunk size
+//! from 1 byte up), and the block scanner against the reference scanner (random, often
+//! malformed, input).
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use wireload_csv::reference::RefScanner;
+use wireload_csv::{
+    Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges, chunk_start_states,
+    first_record_start,
+};
+
+type Rows = Vec<Vec<(Vec<u8>, bool)>>;
+
+/// Scans `data` the way a load does: chunks, start states, one scanner per chunk.
+fn scan_chunked(
+    data: &[u8],
+    dialect: &Dialect,
+    mode: ScanMode,
+    chunk_size: usize,
+    max_rows: usize,
+    ncols: usize,
+    reference: bool,
+) -> Result<Rows, ScanError> {
+    let cfg = ScanConfig::new(dialect, mode).unwrap();
+    let chunks = chunk_ranges(0, data.len(), chunk_size);
+    let states = chunk_start_states(data, &chunks, &cfg, mode);
+    let mut rows = Vec::new();
+    for (r, st) in chunks.iter().zip(states) {
+        let start = first_record_start(data, &cfg, r.start, st);
+        if start >= r.end {
+            continue;
+        }
+        let mut batch = FieldBatch::new(ncols);
+        let mut scanner = if reference {
+            Scanner::Reference(RefScanner::new(&cfg, data, start, r.end, ncols))
+        } else {
+            Scanner::new(&cfg, data, start, r.end, ncols)
+        };
+        loop {
+            let more = scanner.next_batch(&mut batch, max_rows)?;
+            for row in 0..batch.rows() {
+                rows.push(
+                    (0..ncols)
+                        .map(|c| {
+                            let (b, q) = batch.field(data, row, c);
+                            (b.to_vec(), q)
+                        })
+                        .collect(),
+                );
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// A random RFC 4180 file and the values it holds.
+fn random_file(rng: &mut StdRng, dialect: &Dialect) -> (Vec<u8>, Vec<Vec<Vec<u8>>>, usize) {
+    let ncols = rng.random_range(1..6);
+    let nrows = rng.random_range(0..40);
+    let q = dialect.quote.unwrap();
+    let d = dialect.delimiter;
+    let pieces: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"hello".to_vec(),
+        vec![d],
+        vec![q],
+        b"\n".to_vec(),
+        b"\r\n".to_vec(),
+        b" ".to_vec(),
+        "é".as_bytes().to_vec(),
+        "日本".as_bytes().to_vec(),
+        b"0123456789".to_vec(),
+        vec![b'x'; 70],
+    ];
+    let crlf = rng.random_bool(0.3);
+    let mut out = Vec::new();
+    let mut values = Vec::new();
+    for _ in 0..nrows {
+        let mut row = Vec::new();
+        for c in 0..ncols {
+            let mut v = Vec::new();
+            for _ in 0..rng.random_range(0..4) {
+                v.extend_from_slice(&pieces[rng.random_range(0..pieces.len())]);
+            }
+            let special = v.iter().any(|&b| b == d || b == q || b == b'\n' || b == b'\r');
+            let lone_empty = ncols == 1 && v.is_empty();
+            if special || lone_empty || rng.random_bool(0.2) {
+                out.push(q);
+                for &b in &v {
+                    if b == q {
+                        out.push(q);
+                    }
+                    out.push(b);
+                }
+                out.push(q);
+            } else {
+                out.extend_from_slice(&v);
+            }
+            if c + 1 < ncols {
+                out.push(d);
+            }
+            row.push(v);
+        }
+        if crlf {
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.push(b'\n');
+        }
+        values.push(row);
+    }
+    if !out.is_empty() && rng.random_bool(0.3) {
+        // no final record delimiter
+        while out.last() == Some(&b'\n') || out.last() == Some(&b'\r') {
+            out.pop();
+        }
+    }
+    (out, values, ncols)
+}
+
+fn random_dialect(rng: &mut StdRng) -> Dialect {
+    let delims = [b',', b'|', b'\t', b';', 0x01];
+    let quotes = [b'"', b'\''];
+    let q = quotes[rng.random_range(0..quotes.len())];
+    Dialect {
+        delimiter: delims[rng.random_range(0..delims.len())],
+        quote: Some(q),
+        escape: Some(q),
+        ..Dialect::default()
+    }
+}
+
+#[test]
+fn chunked_scan_equals_csv_crate_on_random_rfc4180_files() {
+    let mut rng = StdRng::seed_from_u64(2024);
+    for case in 0..400 {
+        let dialect = random_dialect(&mut rng);
+        let (data, values, ncols) = random_file(&mut rng, &dialect);
+        let expected: Vec<Vec<Vec<u8>>> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .delimiter(dialect.delimiter)
+            .quote(dialect.quote.unwrap())
+            .from_reader(&data[..])
+            .byte_records()
+            .map(|r| r.unwrap().iter().map(|f| f.to_vec()).collect())
+            .collect();
+        assert_eq!(expected, values, "generator and csv crate disagree (case {case})");
+        let sizes = [1, 2, 3, 7, 63, 64, 65, 100, 1000, 1 << 20];
+        for &chunk in &sizes {
+            for reference in [false, true] {
+                let max_rows = rng.random_range(1..50);
+                let got = scan_chunked(&data, &dialect, ScanMode::Safe, chunk, max_rows, ncols, reference)
+                    .unwrap_or_else(|e| panic!("case {case} chunk {chunk}: {e:?}\n{:?}", String::from_utf8_lossy(&data)));
+                let got: Vec<Vec<Vec<u8>>> =
+                    got.into_iter().map(|r| r.into_iter().map(|(b, _)| b).collect()).collect();
+                assert_eq!(got, expected, "case {case} chunk {chunk} reference {reference}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_mode_equals_safe_mode_without_quoted_newlines_and_fails_with_them() {
+    let mut rng = StdRng::seed_from_u64(77);
+    for case in 0..300 {
+        let dialect = random_dialect(&mut rng);
+        let (data, _, ncols) = random_file(&mut rng, &dialect);
+        let safe = scan_chunked(&data, &dialect, ScanMode::Safe, 1 << 20, 1000, ncols, false).unwrap();
+        let has_quoted_nl = safe.iter().flatten().any(|(b, q)| *q && b.iter().any(|&c| c == b'\n' || c == b'\r'));
+        for chunk in [1, 5, 64, 300, 1 << 20] {
+            let fast = scan_chunked(&data, &dialect, ScanMode::Fast, chunk, 7, ncols, false);
+            if has_quoted_nl {
+                let err = fast.expect_err("fast mode must refuse quoted newlines");
+                assert_eq!(err.kind, wireload_csv::ScanErrorKind::QuotedRecordDelimiter, "case {case}");
+            } else {
+                assert_eq!(fast.unwrap(), safe, "case {case} chunk {chunk}");
+            }
+        }
+    }
+}
+
+/// Random bytes from an alphabet rich in special characters.
+fn random_bytes(rng: &mut StdRng, specials: &[u8]) -> Vec<u8> {
+    let n = rng.random_range(0..300);
+    (0..n)
+        .map(|_| if rng.random_bool(0.6) { specials[rng.random_range(0..specials.len())] } else { b'a' + rng.random_range(0..3) })
+        .collect()
+}
+
+#[test]
+fn block_scanner_equals_reference_scanner_on_arbitrary_input() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let dialects = [
+        Dialect::default(),
+        Dialect { escape: None, ..Dialect::default() },
+        Dialect { quote: None, escape: None, ..Dialect::default() },
+        Dialect { delimiter: b'|', quote: Some(b'\''), escape: Some(b'\''), ..Dialect::default() },
+    ];
+    for case in 0..20_000 {
+        let dialect = &dialects[case % dialects.len()];
+        let specials = [dialect.delimiter, b'"', b'\'', b'\n', b'\r'];
+        let data = random_bytes(&mut rng, &specials);
+        let ncols = rng.random_range(1..4);
+        for mode in [ScanMode::Safe, ScanMode::Fast] {
+            let max_rows = rng.random_range(1..10);
+            let block = scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, false);
+            let reference = scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, true);
+            assert_eq!(block, reference, "case {case} {mode:?} {dialect:?} input {:?}", String::from_utf8_lossy(&data));
+        }
+    }
+}
+
+#[test]
+fn backslash_escape_dialect_scans_in_chunks() {
+    // PostgreSQL CSV with ESCAPE '\': only \" and \\ are escapes inside quotes.
+    let dialect = Dialect { escape: Some(b'\\'), ..Dialect::default() };
+    let data = b"1,\"a\\\"b\"\n2,\"c\\\\\"\n3,\"x\\y\"\n4,\"multi\nline \\\" q\"\n5,plain\\\n";
+    let expected: Vec<Vec<&[u8]>> = vec![
+        vec![b"1", b"a\"b"],
+        vec![b"2", b"c\\"],
+        vec![b"3", b"x\\y"],
+        vec![b"4", b"multi\nline \" q"],
+        vec![b"5", b"plain\\"],
+    ];
+    for chunk in 1..data.len() + 2 {
+        let rows = scan_chunked(data, &dialect, ScanMode::Safe, chunk, 2, 2, false).unwrap();
+        let rows: Vec<Vec<&[u8]>> = rows.iter().map(|r| r.iter().map(|(b, _)| &b[..]).collect()).collect();
+        assert_eq!(rows, expected, "chunk {chunk}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn chunk_size_never_changes_the_result(seed in 0u64..1_000_000, chunk in 1usize..400) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let dialect = random_dialect(&mut rng);
+        let (data, values, ncols) = random_file(&mut rng, &dialect);
+        let got = scan_chunked(&data, &dialect, ScanMode::Safe, chunk, 3, ncols, false).unwrap();
+        let got: Vec<Vec<Vec<u8>>> = got.into_iter().map(|r| r.into_iter().map(|(b, _)| b).collect()).collect();
+        prop_assert_eq!(got, values);
+    }
+}
