@@ -14,13 +14,15 @@ pub struct RefScanner<'a> {
     pos: usize,
     end: usize,
     ncols: usize,
+    flexible: bool,
+    last_count: usize,
     done: bool,
 }
 
 impl<'a> RefScanner<'a> {
     /// Scans the records of `data` that start in `start..end`; `start` must be a record start.
     pub fn new(cfg: &ScanConfig, data: &'a [u8], start: usize, end: usize, ncols: usize) -> Self {
-        RefScanner { cfg: *cfg, data, pos: start, end, ncols, done: false }
+        RefScanner { cfg: *cfg, data, pos: start, end, ncols, flexible: false, last_count: 0, done: false }
     }
 
     pub(crate) fn pos_for_scanner(&self) -> usize {
@@ -149,7 +151,8 @@ impl<'a> RefScanner<'a> {
             if k == 1 && last_empty_unquoted {
                 return Ok(()); // empty line
             }
-            let ok = k == self.ncols || (k == self.ncols + 1 && last_empty_unquoted);
+            self.last_count = k;
+            let ok = self.flexible || k == self.ncols || (k == self.ncols + 1 && last_empty_unquoted);
             if !ok {
                 return Err(ScanError {
                     kind: ScanErrorKind::FieldCount { found: k, expected: self.ncols },
@@ -162,4 +165,27 @@ impl<'a> RefScanner<'a> {
             return Ok(());
         }
     }
+}
+
+/// Most fields [`first_record`] accepts.
+const MAX_HEADER_FIELDS: usize = 65_536;
+
+/// The first non-empty record at or after `start` (a record start) as unescaped fields,
+/// with the offset where the next record starts; `None` when there is no record.
+pub fn first_record(
+    cfg: &ScanConfig,
+    data: &[u8],
+    start: usize,
+) -> Result<Option<(Vec<Vec<u8>>, usize)>, ScanError> {
+    let ncols = MAX_HEADER_FIELDS;
+    let mut scanner = RefScanner::new(cfg, data, start, data.len(), ncols);
+    scanner.flexible = true;
+    let mut batch = FieldBatch::new(ncols);
+    scanner.next_batch(&mut batch, 1)?;
+    if batch.rows() == 0 {
+        return Ok(None);
+    }
+    let n = scanner.last_count.min(ncols);
+    let fields = (0..n).map(|c| batch.field(data, 0, c).0.to_vec()).collect();
+    Ok(Some((fields, scanner.pos)))
 }

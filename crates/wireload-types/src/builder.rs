@@ -1,49 +1,425 @@
 //! Column builders: append validated values straight into Arrow buffers.
+//!
+//! Fixed-width values go into a `Vec` of the Arrow native type that becomes the array's
+//! buffer without a copy; the validity bitmap is only created when the first NULL
+//! arrives. Strings go into `i32` offsets plus value bytes, validated as UTF-8 once, when
+//! the field is parsed. A string column must stay below `i32::MAX` bytes between two
+//! calls of [`ColumnBuilder::finish`] (the loader finishes chunks long before that);
+//! `finish` panics otherwise.
 
-use arrow::array::ArrayRef;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Date32Array, Decimal128Array,
+    Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, StringArray,
+    TimestampMicrosecondArray,
+};
+use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{
+    ArrowPrimitiveType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, TimestampMicrosecondType,
+};
 
 use crate::Field;
+use crate::deser;
 use crate::error::{FieldError, ValueError};
 use crate::ty::SqlType;
+
+/// The value buffers of one column, by physical type.
+#[derive(Debug)]
+enum Values {
+    Bool(BooleanBufferBuilder),
+    I16(Vec<i16>),
+    /// INTEGER and DATE
+    I32(Vec<i32>),
+    /// BIGINT and TIMESTAMP
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    /// DECIMAL
+    I128(Vec<i128>),
+    /// CHAR, VARCHAR, TEXT: `offsets` starts with 0 and has one more entry than values.
+    Str {
+        offsets: Vec<i32>,
+        data: Vec<u8>,
+    },
+}
+
+impl Values {
+    fn new(ty: &SqlType, rows: usize, bytes: usize) -> Self {
+        match ty {
+            SqlType::Boolean => Values::Bool(BooleanBufferBuilder::new(rows)),
+            SqlType::SmallInt => Values::I16(Vec::with_capacity(rows)),
+            SqlType::Integer | SqlType::Date => Values::I32(Vec::with_capacity(rows)),
+            SqlType::BigInt | SqlType::Timestamp => Values::I64(Vec::with_capacity(rows)),
+            SqlType::Real => Values::F32(Vec::with_capacity(rows)),
+            SqlType::Double => Values::F64(Vec::with_capacity(rows)),
+            SqlType::Decimal { .. } => Values::I128(Vec::with_capacity(rows)),
+            SqlType::Char(_) | SqlType::Varchar(_) | SqlType::Text => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Values::Str {
+                    offsets,
+                    data: Vec::with_capacity(bytes),
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Values::Bool(b) => b.len(),
+            Values::I16(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::I128(v) => v.len(),
+            Values::Str { offsets, .. } => offsets.len() - 1,
+        }
+    }
+}
+
+/// The validity bitmap, created at the first NULL.
+#[derive(Debug)]
+struct Validity {
+    bits: Option<BooleanBufferBuilder>,
+    rows_hint: usize,
+}
+
+impl Validity {
+    /// Records a valid value.
+    #[inline(always)]
+    fn valid(&mut self) {
+        if let Some(bits) = &mut self.bits {
+            bits.append(true);
+        }
+    }
+
+    /// The bitmap, created with `len` valid values when absent.
+    #[cold]
+    fn bits(&mut self, len: usize) -> &mut BooleanBufferBuilder {
+        let rows_hint = self.rows_hint;
+        self.bits.get_or_insert_with(|| {
+            let mut bits = BooleanBufferBuilder::new(rows_hint.max(len + 1));
+            bits.append_n(len, true);
+            bits
+        })
+    }
+
+    /// Records a NULL after `len` values.
+    #[cold]
+    fn null(&mut self, len: usize) {
+        self.bits(len).append(false);
+    }
+
+    /// Records `count` values after `len` values, with the given NULLs.
+    fn extend(&mut self, len: usize, nulls: Option<&NullBuffer>, count: usize) {
+        match nulls.filter(|n| n.null_count() > 0) {
+            Some(nulls) => self.bits(len).append_buffer(nulls.inner()),
+            None => {
+                if let Some(bits) = &mut self.bits {
+                    bits.append_n(count, true);
+                }
+            }
+        }
+    }
+
+    /// The finished NULL buffer, if any NULL was recorded; resets.
+    fn finish(&mut self) -> Option<NullBuffer> {
+        self.bits
+            .take()
+            .map(|mut bits| NullBuffer::new(bits.finish()))
+    }
+}
 
 /// Builds one Arrow array of one SQL type from fields of text.
 #[derive(Debug)]
 pub struct ColumnBuilder {
-    _ty: SqlType,
+    ty: SqlType,
+    nullable: bool,
+    rows_hint: usize,
+    bytes_hint: usize,
+    values: Values,
+    validity: Validity,
+}
+
+/// Whether `field` is SQL NULL under PostgreSQL COPY's rule.
+#[inline(always)]
+fn is_null(field: &Field<'_>, null: &[u8]) -> bool {
+    !field.quoted && field.bytes == null
+}
+
+/// The typed loop for fixed-width values: one call per batch, `parse` inlined.
+#[inline(always)]
+fn append_fixed<'a, T: Default, I, P>(
+    values: &mut Vec<T>,
+    validity: &mut Validity,
+    nullable: bool,
+    fields: I,
+    null: &[u8],
+    parse: P,
+) -> Result<(), FieldError>
+where
+    I: Iterator<Item = Field<'a>>,
+    P: Fn(&[u8]) -> Result<T, ValueError>,
+{
+    for (index, field) in fields.enumerate() {
+        if is_null(&field, null) {
+            if !nullable {
+                return Err(FieldError {
+                    index,
+                    error: ValueError::NotNull,
+                });
+            }
+            validity.null(values.len());
+            values.push(T::default());
+        } else {
+            match parse(field.bytes) {
+                Ok(value) => {
+                    values.push(value);
+                    validity.valid();
+                }
+                Err(error) => return Err(FieldError { index, error }),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The typed loop for BOOLEAN.
+fn append_bools<'a, I: Iterator<Item = Field<'a>>>(
+    values: &mut BooleanBufferBuilder,
+    validity: &mut Validity,
+    nullable: bool,
+    fields: I,
+    null: &[u8],
+) -> Result<(), FieldError> {
+    for (index, field) in fields.enumerate() {
+        if is_null(&field, null) {
+            if !nullable {
+                return Err(FieldError {
+                    index,
+                    error: ValueError::NotNull,
+                });
+            }
+            validity.null(values.len());
+            values.append(false);
+        } else {
+            match deser::parse_bool(field.bytes) {
+                Ok(value) => {
+                    values.append(value);
+                    validity.valid();
+                }
+                Err(error) => return Err(FieldError { index, error }),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The typed loop for strings; `parse` validates and returns the bytes to store.
+#[inline(always)]
+fn append_strings<'a, I, P>(
+    offsets: &mut Vec<i32>,
+    data: &mut Vec<u8>,
+    validity: &mut Validity,
+    nullable: bool,
+    fields: I,
+    null: &[u8],
+    parse: P,
+) -> Result<(), FieldError>
+where
+    I: Iterator<Item = Field<'a>>,
+    P: for<'b> Fn(&'b [u8]) -> Result<&'b str, ValueError>,
+{
+    for (index, field) in fields.enumerate() {
+        if is_null(&field, null) {
+            if !nullable {
+                return Err(FieldError {
+                    index,
+                    error: ValueError::NotNull,
+                });
+            }
+            validity.null(offsets.len() - 1);
+            offsets.push(data.len() as i32);
+        } else {
+            match parse(field.bytes) {
+                Ok(text) => {
+                    data.extend_from_slice(text.as_bytes());
+                    debug_assert!(data.len() <= i32::MAX as usize, "string column over 2 GiB");
+                    offsets.push(data.len() as i32);
+                    validity.valid();
+                }
+                Err(error) => return Err(FieldError { index, error }),
+            }
+        }
+    }
+    Ok(())
 }
 
 impl ColumnBuilder {
     /// A builder for `ty`; `rows_hint` and `bytes_hint` (string bytes) size its buffers.
     pub fn new(ty: &SqlType, nullable: bool, rows_hint: usize, bytes_hint: usize) -> Self {
-        let _ = (nullable, rows_hint, bytes_hint);
-        ColumnBuilder { _ty: *ty }
+        ColumnBuilder {
+            ty: *ty,
+            nullable,
+            rows_hint,
+            bytes_hint,
+            values: Values::new(ty, rows_hint, bytes_hint),
+            validity: Validity {
+                bits: None,
+                rows_hint,
+            },
+        }
+    }
+
+    /// The SQL type this builder builds.
+    pub fn sql_type(&self) -> &SqlType {
+        &self.ty
+    }
+
+    /// Whether the column accepts NULL.
+    pub fn nullable(&self) -> bool {
+        self.nullable
     }
 
     /// Appends every field; an unquoted field equal to `null` is NULL. Stops at the first
     /// invalid field and reports its index in the sequence.
+    ///
+    /// A quoted field is never NULL: a quoted empty string is the empty string for the
+    /// string types and a syntax error for the others. The fields before the invalid one
+    /// stay appended.
     pub fn append_fields<'a, I: Iterator<Item = Field<'a>>>(
         &mut self,
         fields: I,
         null: &[u8],
     ) -> Result<(), FieldError> {
-        let _ = (fields, null);
-        todo!()
+        let nullable = self.nullable;
+        let validity = &mut self.validity;
+        match (&mut self.values, self.ty) {
+            (Values::Bool(values), _) => append_bools(values, validity, nullable, fields, null),
+            (Values::I16(values), _) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_i16)
+            }
+            (Values::I32(values), SqlType::Date) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_date)
+            }
+            (Values::I32(values), _) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_i32)
+            }
+            (Values::I64(values), SqlType::Timestamp) => append_fixed(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                deser::parse_timestamp,
+            ),
+            (Values::I64(values), _) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_i64)
+            }
+            (Values::F32(values), _) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_f32)
+            }
+            (Values::F64(values), _) => {
+                append_fixed(values, validity, nullable, fields, null, deser::parse_f64)
+            }
+            (Values::I128(values), SqlType::Decimal { precision, scale }) => {
+                append_fixed(values, validity, nullable, fields, null, |b| {
+                    deser::parse_decimal(b, precision, scale)
+                })
+            }
+            (Values::Str { offsets, data }, SqlType::Char(n)) => {
+                append_strings(offsets, data, validity, nullable, fields, null, |b| {
+                    deser::parse_char(b, n)
+                })
+            }
+            (Values::Str { offsets, data }, SqlType::Varchar(Some(n))) => {
+                append_strings(offsets, data, validity, nullable, fields, null, |b| {
+                    deser::parse_varchar(b, n)
+                })
+            }
+            (Values::Str { offsets, data }, _) => append_strings(
+                offsets,
+                data,
+                validity,
+                nullable,
+                fields,
+                null,
+                deser::parse_text,
+            ),
+            (Values::I128(_), _) => unreachable!("DECIMAL buffers belong to a DECIMAL type"),
+        }
     }
 
     /// Appends one SQL NULL (an error for a NOT NULL column).
     pub fn append_null(&mut self) -> Result<(), ValueError> {
-        todo!()
+        if !self.nullable {
+            return Err(ValueError::NotNull);
+        }
+        let len = self.values.len();
+        self.validity.null(len);
+        match &mut self.values {
+            Values::Bool(b) => b.append(false),
+            Values::I16(v) => v.push(0),
+            Values::I32(v) => v.push(0),
+            Values::I64(v) => v.push(0),
+            Values::F32(v) => v.push(0.0),
+            Values::F64(v) => v.push(0.0),
+            Values::I128(v) => v.push(0),
+            Values::Str { offsets, data } => offsets.push(data.len() as i32),
+        }
+        Ok(())
     }
 
     /// Appends the values of an array built by a builder of the same type, one by one.
+    ///
+    /// Panics if the array's data type differs from this builder's, or if it holds NULLs
+    /// and this column is NOT NULL.
     pub fn append_array(&mut self, array: &ArrayRef) {
-        let _ = array;
-        todo!()
+        assert_eq!(
+            array.data_type(),
+            &self.ty.arrow_type(),
+            "append_array: array type differs from the builder's type {}",
+            self.ty
+        );
+        assert!(
+            self.nullable || array.null_count() == 0,
+            "append_array: NULLs into a NOT NULL column"
+        );
+        let len = self.values.len();
+        self.validity.extend(len, array.nulls(), array.len());
+        match &mut self.values {
+            Values::Bool(values) => values.append_buffer(array.as_boolean().values()),
+            Values::I16(values) => extend_primitive::<Int16Type>(values, array),
+            Values::I32(values) => match self.ty {
+                SqlType::Date => extend_primitive::<Date32Type>(values, array),
+                _ => extend_primitive::<Int32Type>(values, array),
+            },
+            Values::I64(values) => match self.ty {
+                SqlType::Timestamp => extend_primitive::<TimestampMicrosecondType>(values, array),
+                _ => extend_primitive::<Int64Type>(values, array),
+            },
+            Values::F32(values) => extend_primitive::<Float32Type>(values, array),
+            Values::F64(values) => extend_primitive::<Float64Type>(values, array),
+            Values::I128(values) => extend_primitive::<Decimal128Type>(values, array),
+            Values::Str { offsets, data } => {
+                let strings = array.as_string::<i32>();
+                let source = strings.value_offsets();
+                let first = source[0] as usize;
+                let last = source[source.len() - 1] as usize;
+                let shift = data.len() as i64 - first as i64;
+                data.extend_from_slice(&strings.values()[first..last]);
+                debug_assert!(data.len() <= i32::MAX as usize, "string column over 2 GiB");
+                offsets.extend(source[1..].iter().map(|&o| (o as i64 + shift) as i32));
+            }
+        }
     }
 
     /// Number of values appended since the last finish.
     pub fn len(&self) -> usize {
-        todo!()
+        self.values.len()
     }
 
     /// True when no value was appended since the last finish.
@@ -53,11 +429,84 @@ impl ColumnBuilder {
 
     /// Bytes of string data appended since the last finish (0 for fixed-width types).
     pub fn value_bytes(&self) -> usize {
-        todo!()
+        match &self.values {
+            Values::Str { data, .. } => data.len(),
+            _ => 0,
+        }
     }
 
     /// Returns the array built so far and resets the builder.
     pub fn finish(&mut self) -> ArrayRef {
-        todo!()
+        let fresh = Values::new(&self.ty, self.rows_hint, self.bytes_hint);
+        let values = std::mem::replace(&mut self.values, fresh);
+        let nulls = self.validity.finish();
+        debug_assert!(nulls.as_ref().is_none_or(|n| n.len() == values.len()));
+        match values {
+            Values::Bool(mut bits) => Arc::new(BooleanArray::new(bits.finish(), nulls)),
+            Values::I16(v) => Arc::new(Int16Array::new(ScalarBuffer::from(v), nulls)),
+            Values::I32(v) => match self.ty {
+                SqlType::Date => Arc::new(Date32Array::new(ScalarBuffer::from(v), nulls)),
+                _ => Arc::new(Int32Array::new(ScalarBuffer::from(v), nulls)),
+            },
+            Values::I64(v) => match self.ty {
+                SqlType::Timestamp => {
+                    Arc::new(TimestampMicrosecondArray::new(ScalarBuffer::from(v), nulls))
+                }
+                _ => Arc::new(Int64Array::new(ScalarBuffer::from(v), nulls)),
+            },
+            Values::F32(v) => Arc::new(Float32Array::new(ScalarBuffer::from(v), nulls)),
+            Values::F64(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v), nulls)),
+            Values::I128(v) => {
+                let SqlType::Decimal { precision, scale } = self.ty else {
+                    unreachable!("DECIMAL buffers belong to a DECIMAL type")
+                };
+                let array = Decimal128Array::new(ScalarBuffer::from(v), nulls)
+                    .with_precision_and_scale(precision, scale as i8)
+                    .expect("SqlType::Decimal has a valid precision and scale");
+                Arc::new(array)
+            }
+            Values::Str { offsets, data } => {
+                // A longer column would have wrapped its i32 offsets.
+                assert!(
+                    data.len() <= i32::MAX as usize,
+                    "string column of {} bytes exceeds i32::MAX; finish chunks earlier",
+                    data.len()
+                );
+                // SAFETY: `offsets` starts with 0 and each later entry is `data.len()` after
+                // an append; `data` only grows, and its final length fits in i32 (checked
+                // above), so no entry wrapped: the offsets are non-decreasing and end at
+                // `data.len()`.
+                let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
+                // SAFETY: the offsets are valid for `data` (above). Each value is either a
+                // `&str` returned by a deserializer (UTF-8 validated there) or a value copied
+                // from a StringArray, so every value is valid UTF-8. `nulls`, when present,
+                // has one bit per value.
+                let array =
+                    unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(data), nulls) };
+                Arc::new(array)
+            }
+        }
+    }
+}
+
+/// Appends the values of a primitive `array` of type `T`.
+fn extend_primitive<T: ArrowPrimitiveType>(values: &mut Vec<T::Native>, array: &ArrayRef) {
+    values.extend_from_slice(array.as_primitive::<T>().values());
+}
+
+#[cfg(test)]
+impl ColumnBuilder {
+    /// Room for values and for string bytes without reallocating.
+    pub(crate) fn capacities(&self) -> (usize, usize) {
+        match &self.values {
+            Values::Bool(b) => (b.capacity(), 0),
+            Values::I16(v) => (v.capacity(), 0),
+            Values::I32(v) => (v.capacity(), 0),
+            Values::I64(v) => (v.capacity(), 0),
+            Values::F32(v) => (v.capacity(), 0),
+            Values::F64(v) => (v.capacity(), 0),
+            Values::I128(v) => (v.capacity(), 0),
+            Values::Str { offsets, data } => (offsets.capacity() - 1, data.capacity()),
+        }
     }
 }

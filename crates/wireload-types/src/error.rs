@@ -51,10 +51,54 @@ pub enum ValueError {
     NotNull,
 }
 
+/// PostgreSQL's names of the types, as the errors carry them.
+pub(crate) mod type_names {
+    pub const BOOLEAN: &str = "boolean";
+    pub const SMALLINT: &str = "smallint";
+    pub const INTEGER: &str = "integer";
+    pub const BIGINT: &str = "bigint";
+    pub const REAL: &str = "real";
+    pub const DOUBLE: &str = "double precision";
+    pub const NUMERIC: &str = "numeric";
+    pub const DATE: &str = "date";
+    pub const TIMESTAMP: &str = "timestamp";
+    pub const VARCHAR: &str = "character varying";
+    pub const CHAR: &str = "character";
+}
+
+fn expected_value(ty: &str) -> &'static str {
+    use type_names as t;
+    match ty {
+        t::BOOLEAN => "a boolean: true/false, yes/no, on/off, t/f or 1/0",
+        t::SMALLINT => "an integer between -32768 and 32767",
+        t::INTEGER => "an integer between -2147483648 and 2147483647",
+        t::BIGINT => "an integer between -9223372036854775808 and 9223372036854775807",
+        t::REAL => "a number such as 1.5, -2.5e-3, NaN or Infinity, at most 3.4e38 in magnitude",
+        t::DOUBLE => "a number such as 1.5, -2.5e-3, NaN or Infinity, at most 1.8e308 in magnitude",
+        t::NUMERIC => "a finite decimal number such as -12.34 or 1.5e3",
+        t::DATE => "a date as YYYY-MM-DD",
+        t::TIMESTAMP => "a timestamp as YYYY-MM-DD HH:MM[:SS[.ffffff]]",
+        _ => "a valid value of the column's type",
+    }
+}
+
 impl ValueError {
     /// What a valid value of the type looks like, for error messages.
     pub fn expected(&self) -> &'static str {
-        todo!()
+        match self {
+            ValueError::InvalidSyntax { ty } | ValueError::OutOfRange { ty } => expected_value(ty),
+            ValueError::NumericOverflow { .. } => {
+                "a number with at most precision minus scale digits before the point after rounding"
+            }
+            ValueError::DateTimeOutOfRange => {
+                "an existing date and time: month 1-12, a day of that month, time 00:00:00-24:00:00"
+            }
+            ValueError::TooLong { .. } => {
+                "a string no longer than the declared length (excess trailing spaces are dropped)"
+            }
+            ValueError::InvalidUtf8 => "valid UTF-8 text",
+            ValueError::NotNull => "a value (the column is NOT NULL)",
+        }
     }
 }
 

@@ -34,10 +34,19 @@ pub struct Field<'a> {
 impl<'a> Field<'a> {
     /// A field that was not quoted in the input.
     pub fn unquoted(bytes: &'a [u8]) -> Self {
-        Field { bytes, quoted: false }
+        Field {
+            bytes,
+            quoted: false,
+        }
     }
     /// A field that was quoted in the input.
     pub fn quoted(bytes: &'a [u8]) -> Self {
-        Field { bytes, quoted: true }
+        Field {
+            bytes,
+            quoted: true,
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

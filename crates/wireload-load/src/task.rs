@@ -1,0 +1,198 @@
+//! One chunk task: scan the records that start in the chunk and deserialize them, column
+//! by column, into the task's partition buffers.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
+
+use arrow::array::ArrayRef;
+use arrow::record_batch::RecordBatch;
+use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start};
+use wireload_types::{ColumnBuilder, Field};
+
+use crate::error::LoadError;
+use crate::partition::partition_ids;
+use crate::pipeline::LoadCtx;
+
+/// Records deserialized per batch: the field index of a batch stays in L2.
+const BATCH_ROWS: usize = 2048;
+
+/// What a task hands to the merge: one buffer per partition (None when it got no rows).
+pub(crate) struct TaskOutput {
+    pub buffers: Vec<Option<RecordBatch>>,
+    pub rows: u64,
+}
+
+/// Why a task stopped without output.
+pub(crate) enum TaskFailure {
+    /// a real error in this chunk
+    Error(LoadError),
+    /// an earlier chunk failed or the load was cancelled: this chunk's result does not matter
+    Abandoned,
+}
+
+impl From<LoadError> for TaskFailure {
+    fn from(e: LoadError) -> Self {
+        TaskFailure::Error(e)
+    }
+}
+
+/// Runs the task of chunk `index`.
+pub(crate) fn run(
+    ctx: &LoadCtx<'_>,
+    index: usize,
+    range: Range<usize>,
+    state: QuoteState,
+) -> Result<TaskOutput, TaskFailure> {
+    let data = ctx.data;
+    let start = if index == 0 { range.start } else { first_record_start(data, &ctx.scan, range.start, state) };
+    let nparts = ctx.partitions;
+    if start >= range.end {
+        ctx.ctl.bytes_done.fetch_add(range.len() as u64, Relaxed);
+        return Ok(TaskOutput { buffers: vec![None; nparts], rows: 0 });
+    }
+    let ncols = ctx.columns.len();
+    let sizing = ctx.hints.sizing(range.len());
+    let mut builders: Vec<Vec<ColumnBuilder>> = (0..nparts)
+        .map(|p| {
+            ctx.columns
+                .iter()
+                .enumerate()
+                .map(|(c, col)| ColumnBuilder::new(&col.ty, col.nullable, sizing.rows[p], sizing.str_bytes[p][c]))
+                .collect()
+        })
+        .collect();
+    let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
+    let mut batch = FieldBatch::new(ncols);
+    let mut part_rows = vec![0usize; nparts];
+    let mut pids: Vec<u32> = Vec::new();
+    let mut order: Vec<u32> = Vec::new();
+    let mut bounds: Vec<usize> = Vec::new();
+    let mut done_at = range.start;
+    loop {
+        if ctx.ctl.cancel.load(Relaxed) || ctx.failed.load(Relaxed) < index {
+            return Err(TaskFailure::Abandoned);
+        }
+        let more = match scanner.next_batch(&mut batch, BATCH_ROWS) {
+            Ok(more) => more,
+            // records before the broken one may hold an earlier (value) error
+            Err(e) => return Err(first_value_error(ctx, &batch).unwrap_or_else(|| ctx.scan_error(e)).into()),
+        };
+        let rows = batch.rows();
+        if nparts == 1 {
+            for (c, b) in builders[0].iter_mut().enumerate() {
+                let fields = (0..rows).map(|r| field(&batch, data, r, c));
+                b.append_fields(fields, &ctx.null).map_err(|e| earliest_error(ctx, &batch, e.index, c, e.error))?;
+            }
+            part_rows[0] += rows;
+        } else {
+            let key = ctx.key_column.expect("partitioned table has a key");
+            let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
+            kb.append_fields((0..rows).map(|r| field(&batch, data, r, key)), &ctx.null)
+                .map_err(|e| earliest_error(ctx, &batch, e.index, key, e.error))?;
+            let key_array: ArrayRef = kb.finish();
+            partition_ids(&key_array, nparts, &mut pids);
+            group_rows(&pids, nparts, &mut order, &mut bounds);
+            for p in 0..nparts {
+                let rows_p = &order[bounds[p]..bounds[p + 1]];
+                if rows_p.is_empty() {
+                    continue;
+                }
+                for (c, b) in builders[p].iter_mut().enumerate() {
+                    let fields = rows_p.iter().map(|&r| field(&batch, data, r as usize, c));
+                    b.append_fields(fields, &ctx.null)
+                        .map_err(|e| earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error))?;
+                }
+                part_rows[p] += rows_p.len();
+            }
+        }
+        let pos = scanner.position().min(data.len()).max(done_at);
+        ctx.ctl.bytes_done.fetch_add((pos - done_at) as u64, Relaxed);
+        done_at = pos;
+        if !more {
+            break;
+        }
+    }
+    // the bytes of the chunk before its first record belong to the previous task's widow
+    ctx.ctl.bytes_done.fetch_add((range.end.saturating_sub(done_at)).min(range.len()) as u64, Relaxed);
+    let str_bytes: Vec<usize> =
+        (0..ncols).map(|c| builders.iter().map(|bs| bs[c].value_bytes()).sum()).collect();
+    ctx.hints.record(done_at.saturating_sub(start), &part_rows, &str_bytes);
+    let buffers = builders
+        .into_iter()
+        .zip(&part_rows)
+        .map(|(mut bs, &n)| {
+            (n > 0).then(|| {
+                let arrays: Vec<ArrayRef> = bs.iter_mut().map(ColumnBuilder::finish).collect();
+                RecordBatch::try_new(ctx.schema.clone(), arrays).expect("builders match the schema")
+            })
+        })
+        .collect();
+    Ok(TaskOutput { buffers, rows: part_rows.iter().sum::<usize>() as u64 })
+}
+
+/// The error of the first invalid field in input order (row by row, then column by column),
+/// given an invalid field at `row`, `col` found by column-at-a-time deserialization.
+#[cold]
+#[inline(never)]
+fn earliest_error(
+    ctx: &LoadCtx<'_>,
+    batch: &FieldBatch,
+    row: usize,
+    col: usize,
+    error: wireload_types::ValueError,
+) -> LoadError {
+    let mut best = (row, col, error);
+    for (c, column) in ctx.columns.iter().enumerate() {
+        let upto = if c < best.1 { best.0 + 1 } else { best.0 };
+        let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+        if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
+            if (e.index, c) < (best.0, best.1) {
+                best = (e.index, c, e.error);
+            }
+        }
+    }
+    ctx.value_error(batch, best.0, best.1, best.2)
+}
+
+/// The first invalid value among the records of `batch`, in input order.
+#[cold]
+#[inline(never)]
+fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError> {
+    let mut best: Option<(usize, usize, wireload_types::ValueError)> = None;
+    for (c, column) in ctx.columns.iter().enumerate() {
+        let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+        if let Err(e) = b.append_fields((0..batch.rows()).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
+            if best.as_ref().is_none_or(|(r, _, _)| e.index < *r) {
+                best = Some((e.index, c, e.error));
+            }
+        }
+    }
+    best.map(|(r, c, e)| ctx.value_error(batch, r, c, e))
+}
+
+/// Field `c` of row `r` as the deserializers take it.
+#[inline(always)]
+fn field<'a>(batch: &'a FieldBatch, data: &'a [u8], r: usize, c: usize) -> Field<'a> {
+    let (bytes, quoted) = batch.field(data, r, c);
+    Field { bytes, quoted }
+}
+
+/// Counting sort of row numbers by partition: rows of partition `p` are
+/// `order[bounds[p]..bounds[p + 1]]`, in input order.
+fn group_rows(pids: &[u32], n: usize, order: &mut Vec<u32>, bounds: &mut Vec<usize>) {
+    bounds.clear();
+    bounds.resize(n + 1, 0);
+    for &p in pids {
+        bounds[p as usize + 1] += 1;
+    }
+    for p in 0..n {
+        bounds[p + 1] += bounds[p];
+    }
+    order.clear();
+    order.resize(pids.len(), 0);
+    let mut next = bounds.clone();
+    for (r, &p) in pids.iter().enumerate() {
+        order[next[p as usize]] = r as u32;
+        next[p as usize] += 1;
+    }
+}

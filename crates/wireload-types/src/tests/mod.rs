@@ -1,0 +1,6 @@
+//! Tests of the deserializers against PostgreSQL's answers, round trips, and builders.
+
+mod builders;
+mod deserializers;
+mod pg_answers;
+mod round_trips;
