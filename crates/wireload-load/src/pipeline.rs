@@ -33,6 +33,8 @@ pub(crate) struct LoadCtx<'a> {
     pub partitions: usize,
     pub key_column: Option<usize>,
     pub hints: Hints,
+    /// delimiter, quote and escape are ASCII, so fields never split a UTF-8 character
+    pub ascii_specials: bool,
     pub ctl: &'a LoadControl,
     /// lowest index of a chunk that failed (usize::MAX: none)
     pub failed: AtomicUsize,
@@ -166,6 +168,10 @@ pub(crate) fn load(
         partitions,
         key_column,
         hints: Hints::new(sample, def.schema.columns.len(), partitions),
+        ascii_specials: [Some(opts.dialect.delimiter), opts.dialect.quote, opts.dialect.escape]
+            .iter()
+            .flatten()
+            .all(|b| b.is_ascii()),
         ctl,
         failed: AtomicUsize::new(usize::MAX),
     };

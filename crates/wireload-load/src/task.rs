@@ -78,10 +78,22 @@ pub(crate) fn run(
             Err(e) => return Err(first_value_error(ctx, &batch).unwrap_or_else(|| ctx.scan_error(e)).into()),
         };
         let rows = batch.rows();
+        let pos = scanner.position().min(data.len()).max(done_at);
+        // One UTF-8 check for the whole batch: when its bytes are valid UTF-8 and the
+        // special characters are ASCII, every field (cut at ASCII bytes) is valid UTF-8.
+        let valid_utf8 = ctx.ascii_specials && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
         if nparts == 1 {
             for (c, b) in builders[0].iter_mut().enumerate() {
                 let fields = (0..rows).map(|r| field(&batch, data, r, c));
-                b.append_fields(fields, &ctx.null).map_err(|e| earliest_error(ctx, &batch, e.index, c, e.error))?;
+                let appended = if valid_utf8 {
+                    // SAFETY: the batch's bytes are valid UTF-8 (checked above) and fields
+                    // are cut at ASCII delimiters, quotes and newlines, never inside a
+                    // multi-byte character; unescaping only removes ASCII quotes/escapes.
+                    unsafe { b.append_fields_valid_utf8(fields, &ctx.null) }
+                } else {
+                    b.append_fields(fields, &ctx.null)
+                };
+                appended.map_err(|e| earliest_error(ctx, &batch, e.index, c, e.error))?;
             }
             part_rows[0] += rows;
         } else {
@@ -99,13 +111,17 @@ pub(crate) fn run(
                 }
                 for (c, b) in builders[p].iter_mut().enumerate() {
                     let fields = rows_p.iter().map(|&r| field(&batch, data, r as usize, c));
-                    b.append_fields(fields, &ctx.null)
-                        .map_err(|e| earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error))?;
+                    let appended = if valid_utf8 {
+                        // SAFETY: as above, the batch was validated as UTF-8 at once.
+                        unsafe { b.append_fields_valid_utf8(fields, &ctx.null) }
+                    } else {
+                        b.append_fields(fields, &ctx.null)
+                    };
+                    appended.map_err(|e| earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error))?;
                 }
                 part_rows[p] += rows_p.len();
             }
         }
-        let pos = scanner.position().min(data.len()).max(done_at);
         ctx.ctl.bytes_done.fetch_add((pos - done_at) as u64, Relaxed);
         done_at = pos;
         if !more {
@@ -168,6 +184,11 @@ fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError>
         }
     }
     best.map(|(r, c, e)| ctx.value_error(batch, r, c, e))
+}
+
+/// Offset of the first byte of `batch` (its first record, or `end` when it is empty).
+fn batch_start(batch: &FieldBatch, end: usize) -> usize {
+    if batch.rows() > 0 { batch.row_start(0).min(end) } else { end }
 }
 
 /// Field `c` of row `r` as the deserializers take it.

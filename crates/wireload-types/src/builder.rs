@@ -295,6 +295,30 @@ impl ColumnBuilder {
         fields: I,
         null: &[u8],
     ) -> Result<(), FieldError> {
+        self.append::<true, I>(fields, null)
+    }
+
+    /// [`append_fields`](Self::append_fields) for fields already known to be valid UTF-8
+    /// (the loader validates a whole batch of input at once): string fields skip their
+    /// own UTF-8 check.
+    ///
+    /// # Safety
+    /// Every field's bytes must be valid UTF-8; string arrays are built without a check.
+    pub unsafe fn append_fields_valid_utf8<'a, I: Iterator<Item = Field<'a>>>(
+        &mut self,
+        fields: I,
+        null: &[u8],
+    ) -> Result<(), FieldError> {
+        self.append::<false, I>(fields, null)
+    }
+
+    /// The typed loops; `CHECK` says whether string fields are validated as UTF-8 here.
+    #[inline(always)]
+    fn append<'a, const CHECK: bool, I: Iterator<Item = Field<'a>>>(
+        &mut self,
+        fields: I,
+        null: &[u8],
+    ) -> Result<(), FieldError> {
         let nullable = self.nullable;
         let validity = &mut self.validity;
         match (&mut self.values, self.ty) {
@@ -332,12 +356,12 @@ impl ColumnBuilder {
             }
             (Values::Str { offsets, data }, SqlType::Char(n)) => {
                 append_strings(offsets, data, validity, nullable, fields, null, |b| {
-                    deser::parse_char(b, n)
+                    deser::bounded::<CHECK>(b, n, deser::CHAR_NAME)
                 })
             }
             (Values::Str { offsets, data }, SqlType::Varchar(Some(n))) => {
                 append_strings(offsets, data, validity, nullable, fields, null, |b| {
-                    deser::parse_varchar(b, n)
+                    deser::bounded::<CHECK>(b, n, deser::VARCHAR_NAME)
                 })
             }
             (Values::Str { offsets, data }, _) => append_strings(
@@ -347,7 +371,7 @@ impl ColumnBuilder {
                 nullable,
                 fields,
                 null,
-                deser::parse_text,
+                deser::text::<CHECK>,
             ),
             (Values::I128(_), _) => unreachable!("DECIMAL buffers belong to a DECIMAL type"),
         }

@@ -785,11 +785,35 @@ fn utf8(bytes: &[u8]) -> Result<&str, ValueError> {
     simdutf8::basic::from_utf8(bytes).map_err(|_| ValueError::InvalidUtf8)
 }
 
+/// PostgreSQL's name of CHAR(n), for errors.
+pub(crate) const CHAR_NAME: &str = names::CHAR;
+/// PostgreSQL's name of VARCHAR(n), for errors.
+pub(crate) const VARCHAR_NAME: &str = names::VARCHAR;
+
+/// The bytes as text: validated when `CHECK`, else taken as valid UTF-8.
+///
+/// `CHECK = false` is only used by `ColumnBuilder::append_fields_valid_utf8`, whose
+/// caller guarantees (an `unsafe` contract) that every field is valid UTF-8.
+#[inline(always)]
+pub(crate) fn text<const CHECK: bool>(bytes: &[u8]) -> Result<&str, ValueError> {
+    if CHECK {
+        utf8(bytes)
+    } else {
+        // SAFETY: CHECK is false only on the path of `append_fields_valid_utf8`, whose
+        // caller promises (unsafe contract) that the bytes are valid UTF-8.
+        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+    }
+}
+
 /// Checks a string against a declared length in characters: longer is an error unless
 /// the characters past `max` are all spaces, which are then dropped (PostgreSQL).
 #[inline(always)]
-fn bounded<'a>(bytes: &'a [u8], max: u32, ty: &'static str) -> Result<&'a str, ValueError> {
-    let text = utf8(bytes)?;
+pub(crate) fn bounded<'a, const CHECK: bool>(
+    bytes: &'a [u8],
+    max: u32,
+    ty: &'static str,
+) -> Result<&'a str, ValueError> {
+    let text = text::<CHECK>(bytes)?;
     if bytes.len() <= max as usize {
         // At most as many characters as bytes.
         return Ok(text);
@@ -821,11 +845,11 @@ pub fn parse_text(bytes: &[u8]) -> Result<&str, ValueError> {
 /// Parses a VARCHAR(max): valid UTF-8 of at most `max` characters; excess trailing spaces
 /// are dropped.
 pub fn parse_varchar(bytes: &[u8], max: u32) -> Result<&str, ValueError> {
-    bounded(bytes, max, names::VARCHAR)
+    bounded::<true>(bytes, max, names::VARCHAR)
 }
 
 /// Parses a CHAR(n) like [`parse_varchar`]. The value is stored without PostgreSQL's
 /// blank padding to `n` characters (as DuckDB does): `'ab'` stays `'ab'`.
 pub fn parse_char(bytes: &[u8], n: u32) -> Result<&str, ValueError> {
-    bounded(bytes, n, names::CHAR)
+    bounded::<true>(bytes, n, names::CHAR)
 }
