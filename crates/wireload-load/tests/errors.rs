@@ -158,3 +158,16 @@ fn cancelled_load_publishes_nothing() {
     assert!(matches!(err, LoadError::Cancelled), "{err}");
     assert_eq!(t.snapshot().number, 0);
 }
+
+#[test]
+fn invalid_utf8_is_an_error_naming_the_field() {
+    for chunk in [2, 1 << 20] {
+        let t = common::table("a INT, b VARCHAR", Partitioning::Single);
+        let err = common::load(&t, b"1,ok\n2,caf\xc3\n3,x\n", &opts(chunk)).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("column 2 (b)") && err.contains("UTF8"), "{err}");
+        // valid multi-byte text next to an invalid integer: the integer error is reported
+        let err = common::load(&t, "1,日本\n2x,é\n".as_bytes(), &opts(chunk)).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("column 1 (a)"), "{err}");
+        assert_eq!(t.snapshot().num_rows(), 0);
+    }
+}
