@@ -77,9 +77,9 @@ pub fn chunk_start_states(
     out
 }
 
-/// Number of bytes equal to `b` (a loop the compiler vectorizes).
+/// Number of bytes equal to `b` (SIMD, dispatched at run time by `bytecount`).
 fn count_byte(bytes: &[u8], b: u8) -> usize {
-    bytes.chunks(255).map(|c| c.iter().filter(|&&x| x == b).count()).sum()
+    bytecount::count(bytes, b)
 }
 
 /// The quote state after `bytes`, starting in `state` (distinct-escape dialects).
