@@ -79,12 +79,15 @@ impl LoadReport {
 
 impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // sub-second loads keep microseconds, so tiny tables still get a rate
+        let digits = if self.seconds < 1.0 { 6 } else { 3 };
         write!(
             f,
-            "loaded {} rows into {}, {:.1} MB in {:.3} s ({:.0} MB/s)",
+            "loaded {} rows into {}, {:.1} MB in {:.*} s ({:.0} MB/s)",
             self.rows,
             self.table,
             self.bytes as f64 / 1e6,
+            digits,
             self.seconds,
             self.mb_per_s()
         )
