@@ -1,0 +1,256 @@
+//! Command-line flags of the `wireload` binary.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// wireload: an in-memory columnar SQL database that loads CSV at the speed of the wire.
+///
+/// Without a command: an interactive SQL shell when standard input is a terminal,
+/// otherwise the SQL read from standard input runs as a script.
+#[derive(Debug, Parser)]
+#[command(name = "wireload", version)]
+pub struct Cli {
+    /// Run the SQL script in FILE, stopping at the first error.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Worker threads for loads and queries (default: all cores).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load CSV files into tables and run SQL over them, printing the last result.
+    Sql(SqlArgs),
+    /// Generate TPC-H data, load it and run TPC-H Q1 and Q6.
+    Demo(DemoArgs),
+    /// Generate data files.
+    #[command(subcommand)]
+    Gen(GenCommand),
+}
+
+/// Output formats of query results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    /// An aligned table.
+    #[default]
+    Table,
+    /// RFC 4180 CSV with a header line.
+    Csv,
+    /// One JSON array per row.
+    Json,
+}
+
+/// Scan modes of a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Always correct, newlines inside quotes included.
+    Safe,
+    /// Assumes no newline inside quotes; fails (naming `safe`) when there is one.
+    Fast,
+}
+
+impl ModeArg {
+    /// The COPY option value.
+    pub fn as_sql(self) -> &'static str {
+        match self {
+            ModeArg::Safe => "safe",
+            ModeArg::Fast => "fast",
+        }
+    }
+}
+
+/// A `--table NAME=PATH` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableArg {
+    /// Table name.
+    pub name: String,
+    /// The CSV file.
+    pub path: PathBuf,
+}
+
+fn parse_table_arg(s: &str) -> Result<TableArg, String> {
+    match s.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(TableArg {
+            name: name.to_string(),
+            path: PathBuf::from(path),
+        }),
+        _ => Err(format!("expected NAME=PATH, got '{s}'")),
+    }
+}
+
+/// Flags of `wireload sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// Load the CSV file PATH into a new table NAME (repeatable).
+    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg, required = true)]
+    pub tables: Vec<TableArg>,
+    /// Column definitions, e.g. "id INT, name VARCHAR, d DATE": one for every table, or one per --table in order.
+    #[arg(long = "schema", value_name = "COLUMNS")]
+    pub schemas: Vec<String>,
+    /// Make every column VARCHAR, named from the header (or column1..n without one).
+    #[arg(long, conflicts_with = "schemas")]
+    pub all_varchar: bool,
+    /// The first line is a header.
+    #[arg(long, overrides_with = "no_header")]
+    pub header: bool,
+    /// There is no header line (the default).
+    #[arg(long = "no-header", overrides_with = "header")]
+    pub no_header: bool,
+    /// Field delimiter: one character, or \t for tab (default ,).
+    #[arg(long, value_name = "CHAR")]
+    pub delimiter: Option<String>,
+    /// Quote character (default "); '' disables quoting.
+    #[arg(long, value_name = "CHAR")]
+    pub quote: Option<String>,
+    /// Escape character inside quotes (default: the quote, doubled); '' means none.
+    #[arg(long, value_name = "CHAR")]
+    pub escape: Option<String>,
+    /// The string that stands for NULL when unquoted (default: the empty string).
+    #[arg(long, value_name = "STRING", allow_hyphen_values = true)]
+    pub null: Option<String>,
+    /// Chunk scan mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Output format of the result.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+    /// One or more `;`-separated SQL statements; the last one's result is printed.
+    #[arg(value_name = "SQL")]
+    pub sql: String,
+}
+
+impl SqlArgs {
+    /// `Some(true)` for --header, `Some(false)` for --no-header, `None` when neither was given.
+    pub fn header_flag(&self) -> Option<bool> {
+        if self.header {
+            Some(true)
+        } else if self.no_header {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// Flags of `wireload demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// TPC-H scale factor (1 is about 1 GB of text).
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub sf: f64,
+    /// Write the generated files into DIR and keep them (default: a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+}
+
+/// Data generators.
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// Write the 8 TPC-H tables as `.tbl` files.
+    Tpch(GenTpchArgs),
+}
+
+/// Flags of `wireload gen tpch`.
+#[derive(Debug, Args)]
+pub struct GenTpchArgs {
+    /// TPC-H scale factor.
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub sf: f64,
+    /// Directory to write the files into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("wireload").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sql_flags() {
+        let cli = parse(&[
+            "sql",
+            "--table",
+            "a=x.csv",
+            "--table",
+            "b=y=z.csv",
+            "--schema",
+            "id INT",
+            "--escape",
+            "",
+            "--no-header",
+            "--header",
+            "--format",
+            "json",
+            "--threads",
+            "2",
+            "select 1",
+        ])
+        .unwrap();
+        assert_eq!(cli.threads, Some(2));
+        let Some(Command::Sql(args)) = cli.command else {
+            panic!("not sql")
+        };
+        assert_eq!(
+            args.tables[1],
+            TableArg {
+                name: "b".into(),
+                path: "y=z.csv".into()
+            }
+        );
+        assert_eq!(args.escape.as_deref(), Some(""));
+        assert_eq!(args.header_flag(), Some(true));
+        assert_eq!(args.format, OutputFormat::Json);
+        assert_eq!(args.sql, "select 1");
+    }
+
+    #[test]
+    fn rejects_bad_flags() {
+        assert!(parse(&["sql", "--table", "nopath", "select 1"]).is_err());
+        assert!(
+            parse(&[
+                "sql",
+                "--table",
+                "t=a",
+                "--schema",
+                "x INT",
+                "--all-varchar",
+                "select 1"
+            ])
+            .is_err()
+        );
+        assert!(parse(&["sql", "--table", "t=a", "--format", "xml", "select 1"]).is_err());
+        assert!(parse(&["--threads", "0"]).is_err());
+    }
+
+    #[test]
+    fn script_and_commands() {
+        let cli = parse(&["-f", "s.sql", "--threads", "3"]).unwrap();
+        assert_eq!(cli.file, Some(PathBuf::from("s.sql")));
+        assert!(cli.command.is_none());
+        let cli = parse(&["gen", "tpch", "--sf", "0.01", "--out", "d"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Gen(GenCommand::Tpch(GenTpchArgs { sf, .. }))) if sf == 0.01)
+        );
+        let cli = parse(&["--threads", "2", "demo"]).unwrap();
+        assert_eq!(cli.threads, Some(2));
+        assert!(
+            matches!(cli.command, Some(Command::Demo(DemoArgs { sf, keep: None })) if sf == 1.0)
+        );
+    }
+}

@@ -1,0 +1,81 @@
+//! The database as the binary uses it: statements run to completion on a tokio runtime,
+//! Ctrl-C cancels the running one, and loads show a progress bar.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use wireload_load::LoadControl;
+use wireload_sql::{Database, DbConfig, StatementOutput};
+use wireload_storage::Catalog;
+
+use crate::interrupt;
+use crate::progress::ProgressWatch;
+
+/// How long a cancelled statement may take to stop by itself (a load reports "cancelled"
+/// and that the table is unchanged) before its future is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// A database, the runtime its statements run on, and the Ctrl-C flag.
+pub struct Engine {
+    db: Database,
+    runtime: tokio::runtime::Runtime,
+    interrupt: Arc<AtomicBool>,
+}
+
+impl Engine {
+    /// A new empty database using `threads` workers (all cores when `None`).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.enable_all().thread_name("wireload-sql");
+        if let Some(n) = threads {
+            builder.worker_threads(n);
+        }
+        let runtime = builder.build().context("cannot start the query runtime")?;
+        let db = Database::new(DbConfig { threads });
+        Ok(Engine {
+            db,
+            runtime,
+            interrupt: interrupt::flag(),
+        })
+    }
+
+    /// The catalog of the database.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        self.db.catalog()
+    }
+
+    /// Runs `sql` (one or more statements) to the end; Ctrl-C cancels it.
+    pub fn run(&self, sql: &str) -> Result<Vec<StatementOutput>> {
+        self.interrupt.store(false, Ordering::SeqCst);
+        let ctl = LoadControl {
+            cancel: Arc::clone(&self.interrupt),
+            ..LoadControl::default()
+        };
+        let watch = ProgressWatch::start(&ctl);
+        let result = self.runtime.block_on(async {
+            let statement = self.db.execute(sql, &ctl);
+            tokio::pin!(statement);
+            tokio::select! {
+                result = &mut statement => result.map_err(anyhow::Error::from),
+                () = interrupted(&self.interrupt) => {
+                    match tokio::time::timeout(CANCEL_GRACE, &mut statement).await {
+                        Ok(result) => result.map_err(anyhow::Error::from),
+                        Err(_) => Err(anyhow::anyhow!("statement cancelled")),
+                    }
+                }
+            }
+        });
+        drop(watch);
+        self.interrupt.store(false, Ordering::SeqCst);
+        result
+    }
+}
+
+/// Resolves once Ctrl-C was pressed.
+async fn interrupted(flag: &AtomicBool) {
+    while !flag.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

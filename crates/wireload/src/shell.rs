@@ -1,0 +1,225 @@
+//! The interactive shell: line editing and history, statements that span lines until `;`,
+//! backslash commands, an aligned table and the time of every statement.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use crate::cli::OutputFormat;
+use crate::engine::Engine;
+use crate::output::Printer;
+use crate::render;
+use crate::statements;
+
+/// Prompt for a new statement.
+const PROMPT: &str = "wireload> ";
+/// Prompt for the next line of an unfinished statement.
+const CONTINUATION: &str = "      ..> ";
+/// Most rows drawn for one result.
+const ROW_LIMIT: usize = 10_000;
+
+const HELP: &str = "\
+Statements end with ';' and may span lines.
+  \\d            list tables
+  \\d NAME       columns and types of table NAME
+  \\q            quit (also .quit, exit, Ctrl-D)
+  \\?            this help
+Ctrl-C cancels a running load or query, or clears the line.";
+
+fn history_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".wireload_history"))
+}
+
+/// What the shell does with a line typed at the start of a statement.
+#[derive(Debug, PartialEq, Eq)]
+enum Command<'a> {
+    Quit,
+    Help,
+    ListTables,
+    Describe(&'a str),
+    Unknown(&'a str),
+    /// Not a shell command: SQL.
+    Sql,
+}
+
+fn command(line: &str) -> Command<'_> {
+    let line = line.trim();
+    match line {
+        "\\q" | ".quit" | ".exit" | "exit" | "quit" | "exit;" | "quit;" => Command::Quit,
+        "\\?" | "\\h" | "help" | ".help" => Command::Help,
+        "\\d" | ".tables" => Command::ListTables,
+        _ => match line.strip_prefix("\\d ") {
+            Some(name) => Command::Describe(name.trim().trim_end_matches(';')),
+            None if line.starts_with('\\') => Command::Unknown(line),
+            None => Command::Sql,
+        },
+    }
+}
+
+/// Runs the shell until the user quits.
+pub fn run(engine: &Engine) -> Result<()> {
+    let mut editor = DefaultEditor::new()?;
+    let history = history_path();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    println!(
+        "wireload {} — statements end with ';', \\? for help, \\q to quit",
+        env!("CARGO_PKG_VERSION")
+    );
+    let printer = Printer {
+        format: OutputFormat::Table,
+        summary_to_stdout: true,
+        table_row_limit: Some(ROW_LIMIT),
+    };
+    let mut buffer = String::new();
+    loop {
+        let prompt = if buffer.is_empty() {
+            PROMPT
+        } else {
+            CONTINUATION
+        };
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => {
+                buffer.clear();
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        if buffer.is_empty() {
+            let cmd = command(&line);
+            if cmd != Command::Sql {
+                let _ = editor.add_history_entry(line.trim());
+                match cmd {
+                    Command::Quit => break,
+                    Command::Help => println!("{HELP}"),
+                    Command::ListTables => println!("{}", list_tables(engine)),
+                    Command::Describe(name) => match describe(engine, name) {
+                        Some(text) => println!("{text}"),
+                        None => eprintln!("error: table \"{name}\" does not exist"),
+                    },
+                    Command::Unknown(c) => {
+                        eprintln!("error: unknown command {c}; \\? lists the commands")
+                    }
+                    Command::Sql => unreachable!("handled above"),
+                }
+                continue;
+            }
+        }
+        if !buffer.is_empty() {
+            buffer.push('\n');
+        }
+        buffer.push_str(&line);
+        if !statements::is_complete(&buffer) {
+            continue;
+        }
+        let sql = std::mem::take(&mut buffer);
+        if statements::split(&sql).is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(sql.as_str());
+        execute(engine, &printer, &sql);
+    }
+    if let Some(path) = &history {
+        let _ = editor.save_history(path);
+    }
+    Ok(())
+}
+
+/// Runs the statements of `sql`, printing each result (or the error) and the time taken.
+fn execute(engine: &Engine, printer: &Printer, sql: &str) {
+    for statement in statements::split(sql) {
+        let started = Instant::now();
+        let result = engine.run(statement.text);
+        let elapsed = started.elapsed().as_secs_f64();
+        match result {
+            Ok(outputs) => {
+                for output in &outputs {
+                    if let Err(e) = printer.print(output) {
+                        eprintln!("error: {e}");
+                    }
+                }
+                println!("Time: {elapsed:.3} s");
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return;
+            }
+        }
+    }
+}
+
+fn list_tables(engine: &Engine) -> String {
+    let catalog = engine.catalog();
+    let rows: Vec<Vec<String>> = catalog
+        .table_names()
+        .into_iter()
+        .filter_map(|name| catalog.table(&name))
+        .map(|t| {
+            vec![
+                t.name().to_string(),
+                t.def().schema.columns.len().to_string(),
+                t.snapshot().num_rows().to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no tables".to_string();
+    }
+    render::text_table(&["table", "columns", "rows"], rows, &[1, 2])
+}
+
+fn describe(engine: &Engine, name: &str) -> Option<String> {
+    let catalog = engine.catalog();
+    let unquoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
+    let table = match unquoted {
+        Some(exact) => catalog.table(&exact.replace("\"\"", "\"")),
+        None => catalog
+            .table(name)
+            .or_else(|| catalog.table(&name.to_lowercase())),
+    }?;
+    let rows = table
+        .def()
+        .schema
+        .columns
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                c.ty.to_string(),
+                if c.nullable { "" } else { "NOT NULL" }.to_string(),
+            ]
+        })
+        .collect();
+    let rows_text = format!(
+        "table \"{}\", {} rows",
+        table.name(),
+        table.snapshot().num_rows()
+    );
+    Some(format!(
+        "{rows_text}\n{}",
+        render::text_table(&["column", "type", "null"], rows, &[])
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_commands() {
+        assert_eq!(command("\\q"), Command::Quit);
+        assert_eq!(command(" exit "), Command::Quit);
+        assert_eq!(command(".quit"), Command::Quit);
+        assert_eq!(command("\\d"), Command::ListTables);
+        assert_eq!(command("\\d  lineitem "), Command::Describe("lineitem"));
+        assert_eq!(command("\\x"), Command::Unknown("\\x"));
+        assert_eq!(command("select 1;"), Command::Sql);
+        assert_eq!(command("exited;"), Command::Sql);
+    }
+}

@@ -1,0 +1,406 @@
+//! End-to-end tests of the `wireload` binary on temporary files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use tempfile::TempDir;
+
+fn wireload() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wireload"));
+    cmd.arg("--threads").arg("2");
+    cmd
+}
+
+fn file(dir: &TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn table_arg(name: &str, path: &Path) -> String {
+    format!("{name}={}", path.display())
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs the command and asserts it succeeded.
+fn ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "failed: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout(&out),
+        stderr(&out)
+    );
+    out
+}
+
+const PEOPLE: &str = "1,alice,2024-01-02\n2,,2024-02-29\n3,\"smith, \"\"jr\"\"\",1999-12-31\n";
+const PEOPLE_SCHEMA: &str = "id INT, name VARCHAR, d DATE";
+
+#[test]
+fn sql_json_with_schema() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "people.csv", PEOPLE);
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            PEOPLE_SCHEMA,
+        ])
+        .args(["--format", "json", "SELECT * FROM t ORDER BY id"]));
+    assert_eq!(
+        stdout(&out),
+        "[1,\"alice\",\"2024-01-02\"]\n[2,null,\"2024-02-29\"]\n[3,\"smith, \\\"jr\\\"\",\"1999-12-31\"]\n"
+    );
+    // the load summary goes to stderr
+    assert!(
+        stderr(&out).contains("loaded 3 rows into t"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sql_json_numbers_and_decimals() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "n.csv", "1,12.50,0.25,true\n-2,-0.05,,false\n");
+    let out = ok(wireload()
+        .args(["sql", "--table", &table_arg("n", &data)])
+        .args([
+            "--schema",
+            "a BIGINT, p DECIMAL(10,2), f DOUBLE, b BOOLEAN",
+            "--format",
+            "json",
+        ])
+        .arg("SELECT a, p, f, b FROM n ORDER BY a"));
+    assert_eq!(stdout(&out), "[-2,-0.05,null,false]\n[1,12.50,0.25,true]\n");
+}
+
+#[test]
+fn sql_csv_output() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "people.csv", PEOPLE);
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            PEOPLE_SCHEMA,
+            "--format",
+            "csv",
+        ])
+        .arg("SELECT id, name, d FROM t ORDER BY id"));
+    assert_eq!(
+        stdout(&out),
+        "id,name,d\n1,alice,2024-01-02\n2,,2024-02-29\n3,\"smith, \"\"jr\"\"\",1999-12-31\n"
+    );
+}
+
+#[test]
+fn sql_table_output_and_last_result_only() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "people.csv", PEOPLE);
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            PEOPLE_SCHEMA,
+        ])
+        .arg("SELECT 'first' AS x; SELECT id, name FROM t ORDER BY id"));
+    let text = stdout(&out);
+    assert!(!text.contains("first"), "{text}");
+    assert!(
+        text.contains("alice") && text.contains("NULL") && text.contains("(3 rows)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sql_several_tables_with_one_schema_each() {
+    let dir = TempDir::new().unwrap();
+    let a = file(&dir, "a.csv", "1,x\n2,y\n");
+    let b = file(&dir, "b.csv", "2,2024-05-06\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("a", &a),
+            "--table",
+            &table_arg("b", &b),
+        ])
+        .args([
+            "--schema",
+            "k INT, v VARCHAR",
+            "--schema",
+            "k INT, d DATE",
+            "--format",
+            "csv",
+        ])
+        .arg("SELECT a.v, b.d FROM a JOIN b ON a.k = b.k"));
+    assert_eq!(stdout(&out), "v,d\ny,2024-05-06\n");
+}
+
+#[test]
+fn all_varchar_names_from_header() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "h.csv", "id,First Name,when\n007,Bond,1962\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--all-varchar",
+            "--header",
+            "--format",
+            "csv",
+        ])
+        .arg("SELECT * FROM t"));
+    // VARCHAR keeps the leading zeros; names come from the header
+    assert_eq!(stdout(&out), "id,First Name,when\n007,Bond,1962\n");
+}
+
+#[test]
+fn all_varchar_without_header_names_columns() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "nh.csv", "a,b,c\nd,e,f\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--all-varchar",
+            "--format",
+            "json",
+        ])
+        .arg("SELECT column3, column1 FROM t ORDER BY column1"));
+    assert_eq!(stdout(&out), "[\"c\",\"a\"]\n[\"f\",\"d\"]\n");
+}
+
+#[test]
+fn dialect_flags() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "d.psv", "name|note\n'a|b'|NA\n'it''s'|x\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--all-varchar",
+            "--header",
+        ])
+        .args([
+            "--delimiter",
+            "|",
+            "--quote",
+            "'",
+            "--null",
+            "NA",
+            "--mode",
+            "fast",
+            "--format",
+            "json",
+        ])
+        .arg("SELECT name, note FROM t ORDER BY name"));
+    assert_eq!(stdout(&out), "[\"a|b\",null]\n[\"it's\",\"x\"]\n");
+
+    let data = file(&dir, "e.tsv", "\"a\\\"b\"\tc\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            "x VARCHAR, y VARCHAR",
+        ])
+        .args([
+            "--delimiter",
+            "\\t",
+            "--escape",
+            "\\",
+            "--format",
+            "csv",
+            "SELECT x, y FROM t",
+        ]));
+    assert_eq!(stdout(&out), "x,y\n\"a\"\"b\",c\n");
+
+    let data = file(&dir, "n.csv", "p,q\n");
+    let out = ok(wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--all-varchar",
+            "--no-header",
+            "--escape",
+            "",
+        ])
+        .args(["--format", "csv", "SELECT * FROM t"]));
+    assert_eq!(stdout(&out), "column1,column2\np,q\n");
+}
+
+#[test]
+fn bad_value_fails_naming_file_line_and_column() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "bad.csv", "1,a\n2,b\nthree,c\n");
+    let out = wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            "id INT, name VARCHAR",
+        ])
+        .arg("SELECT count(*) FROM t")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("bad.csv"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("column 1"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
+#[test]
+fn missing_schema_is_an_error() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "x.csv", "1\n");
+    let out = wireload()
+        .args(["sql", "--table", &table_arg("t", &data), "SELECT 1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--schema"), "{}", stderr(&out));
+}
+
+const SCRIPT: &str = "\
+CREATE TABLE t (id INT, name VARCHAR);
+COPY t FROM '{DATA}' WITH (FORMAT csv);
+SELECT name FROM t ORDER BY id;
+SELECT * FROM no_such_table;
+SELECT 'never printed' AS x;
+";
+
+fn script(dir: &TempDir) -> String {
+    let data = file(dir, "s.csv", "1,first\n2,second\n");
+    SCRIPT.replace("{DATA}", &data.display().to_string())
+}
+
+fn assert_stopped_at_error(out: &Output, source: &str) {
+    assert!(!out.status.success());
+    let text = stdout(out);
+    assert!(text.contains("first") && text.contains("second"), "{text}");
+    assert!(!text.contains("never printed"), "{text}");
+    let err = stderr(out);
+    assert!(err.contains("loaded 2 rows into t"), "{err}");
+    assert!(
+        err.contains(&format!("{source}, line 4")) && err.contains("no_such_table"),
+        "{err}"
+    );
+}
+
+#[test]
+fn script_file_stops_at_first_error() {
+    let dir = TempDir::new().unwrap();
+    let path = file(&dir, "s.sql", &script(&dir));
+    let out = wireload().arg("-f").arg(&path).output().unwrap();
+    assert_stopped_at_error(&out, &path.display().to_string());
+}
+
+#[test]
+fn script_on_stdin() {
+    let dir = TempDir::new().unwrap();
+    let mut child = wireload()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script(&dir).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_stopped_at_error(&out, "<stdin>");
+}
+
+#[test]
+fn gen_tpch_writes_eight_tables() {
+    let dir = TempDir::new().unwrap();
+    ok(wireload()
+        .args(["gen", "tpch", "--sf", "0.01", "--out"])
+        .arg(dir.path()));
+    let expected = [
+        ("region", 5),
+        ("nation", 25),
+        ("supplier", 100),
+        ("customer", 1500),
+        ("part", 2000),
+        ("partsupp", 8000),
+        ("orders", 15000),
+        ("lineitem", 60175),
+    ];
+    for (table, rows) in expected {
+        let text = std::fs::read_to_string(dir.path().join(format!("{table}.tbl"))).unwrap();
+        assert_eq!(text.lines().count(), rows, "{table}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 8);
+}
+
+#[test]
+fn demo_runs_q1_and_q6() {
+    let out = ok(wireload().args(["demo", "--sf", "0.01"]));
+    let text = stdout(&out);
+    for table in [
+        "region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem",
+        "total",
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(table)),
+            "no load line for {table}:\n{text}"
+        );
+    }
+    assert!(text.contains("60,175"), "{text}");
+    // Q1's 4 groups: (returnflag, linestatus)
+    let groups: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l
+                .split(['│', '┆'])
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect();
+            match cells.as_slice() {
+                [flag, status, _, ..] if flag.len() == 1 && status.len() == 1 => {
+                    Some((flag.to_string(), status.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [("A", "F"), ("N", "F"), ("N", "O"), ("R", "F")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(groups, expected, "{text}");
+    assert!(
+        text.contains("TPC-H Q6") && text.contains("revenue"),
+        "{text}"
+    );
+}
