@@ -2,13 +2,37 @@
 //! snapshots, plus wireload's own statements (`CREATE TABLE ... PARTITION BY`,
 //! `DROP TABLE`, PostgreSQL-style `COPY ... FROM`).
 #![deny(missing_docs)]
+// `SqlError` carries a `LoadError` and a `DataFusionError` by value (the public API), so
+// every `Result<_, SqlError>` is large; statements are not a hot path.
+#![allow(clippy::result_large_err)]
 
+mod copy;
+mod ddl;
+mod provider;
+mod scan;
+mod tokens;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use wireload_load::{LoadControl, LoadReport};
-use wireload_storage::Catalog;
+use datafusion::common::config::Dialect as SqlDialect;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use wireload_load::{LoadControl, LoadOptions, LoadReport, Source};
+use wireload_storage::{Catalog, StorageError, Table};
+
+pub use provider::{CatalogSchema, SnapshotTable};
+pub use scan::SnapshotScanExec;
+
+use crate::copy::CopyStatement;
+use crate::tokens::{StatementText, is_keyword};
+
+/// The catalog DataFusion sees wireload's tables in.
+pub const DEFAULT_CATALOG: &str = "wireload";
+/// The schema wireload's tables live in.
+pub const DEFAULT_SCHEMA: &str = "public";
 
 /// Errors of SQL statements.
 #[derive(Debug, thiserror::Error)]
@@ -62,13 +86,54 @@ pub struct DbConfig {
 /// An in-memory database: a catalog and a SQL session over it.
 pub struct Database {
     catalog: Arc<Catalog>,
+    schema: Arc<CatalogSchema>,
+    ctx: SessionContext,
+    pool: Arc<rayon::ThreadPool>,
+    threads: usize,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("tables", &self.catalog.table_names())
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Database {
     /// An empty database.
     pub fn new(config: DbConfig) -> Self {
-        let _ = config;
-        Database { catalog: Arc::new(Catalog::default()) }
+        let threads = config
+            .threads
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("wireload-load-{i}"))
+            .build()
+            .expect("cannot start the load thread pool");
+        let mut session = SessionConfig::new()
+            .with_target_partitions(threads)
+            .with_information_schema(true)
+            .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_SCHEMA);
+        session.options_mut().sql_parser.dialect = SqlDialect::PostgreSQL;
+        let ctx = SessionContext::new_with_config(session);
+        let catalog = Arc::new(Catalog::default());
+        let schema = Arc::new(CatalogSchema::new(Arc::clone(&catalog)));
+        let df_catalog = ctx
+            .catalog(DEFAULT_CATALOG)
+            .expect("the default catalog exists");
+        df_catalog
+            .register_schema(DEFAULT_SCHEMA, Arc::clone(&schema) as _)
+            .expect("the default catalog accepts schemas");
+        Database {
+            catalog,
+            schema,
+            ctx,
+            pool: Arc::new(pool),
+            threads,
+        }
     }
 
     /// The catalog (for programs that create and load tables directly).
@@ -76,10 +141,199 @@ impl Database {
         &self.catalog
     }
 
+    /// The DataFusion session that runs queries.
+    pub fn session(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Worker threads for loads and query partitions.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// Runs one or more `;`-separated statements in order, stopping at the first error;
     /// returns one output per statement. Loads watch `ctl` for cancellation and report progress in it.
-    pub async fn execute(&self, sql: &str, ctl: &LoadControl) -> Result<Vec<StatementOutput>, SqlError> {
-        let _ = (sql, ctl);
-        todo!()
+    pub async fn execute(
+        &self,
+        sql: &str,
+        ctl: &LoadControl,
+    ) -> Result<Vec<StatementOutput>, SqlError> {
+        let statements = tokens::split_statements(sql)?;
+        let mut outputs = Vec::with_capacity(statements.len());
+        for statement in &statements {
+            outputs.push(self.execute_statement(statement, ctl).await?);
+        }
+        Ok(outputs)
     }
+
+    /// Loads `source` into table `table` on the database's load threads, off the async runtime.
+    pub async fn load(
+        &self,
+        table: &str,
+        source: Source,
+        options: LoadOptions,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        let target = self.table(table)?;
+        let name = target.name().to_string();
+        let pool = Arc::clone(&self.pool);
+        let ctl = ctl.clone();
+        let work =
+            move || pool.install(|| wireload_load::load_into(&target, &source, &options, &ctl));
+        let result = match tokio::runtime::Handle::try_current() {
+            Ok(_) => match tokio::task::spawn_blocking(work).await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => {
+                    return Err(SqlError::Unsupported(format!(
+                        "the load of \"{name}\" was aborted: {e}"
+                    )));
+                }
+            },
+            // not on a tokio runtime: nothing to keep unblocked
+            Err(_) => work(),
+        };
+        result.map_err(|error| SqlError::Load { table: name, error })
+    }
+
+    fn table(&self, name: &str) -> Result<Arc<Table>, SqlError> {
+        self.catalog.table(name).ok_or_else(|| {
+            if self.schema.has_other(name) {
+                SqlError::Unsupported(format!("\"{name}\" is a view, not a table"))
+            } else {
+                SqlError::Storage(StorageError::NoSuchTable(name.to_string()))
+            }
+        })
+    }
+
+    async fn execute_statement(
+        &self,
+        stmt: &StatementText<'_>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        let first = &stmt.tokens[0].token;
+        if is_keyword(first, "copy") {
+            let copy = copy::parse_copy(&stmt.tokens)?;
+            return self.copy(copy, ctl).await.map(StatementOutput::Loaded);
+        }
+        if ddl::is_create_table(&stmt.tokens) {
+            let create = ddl::parse_create_table(stmt)?;
+            let name = create.def.name.clone();
+            if self.schema.has_other(&name) {
+                if create.if_not_exists {
+                    return Ok(StatementOutput::Done("CREATE TABLE".into()));
+                }
+                return Err(SqlError::Storage(StorageError::TableExists(name)));
+            }
+            self.catalog
+                .create_table(create.def, create.if_not_exists)?;
+            return Ok(StatementOutput::Done("CREATE TABLE".into()));
+        }
+        if ddl::is_drop_table(&stmt.tokens) {
+            let drop = ddl::parse_drop_table(stmt)?;
+            // check every name first: a failing DROP drops nothing
+            for name in &drop.names {
+                if self.catalog.table(name).is_none() {
+                    if self.schema.has_other(name) {
+                        return Err(SqlError::Unsupported(format!(
+                            "\"{name}\" is a view; use DROP VIEW {name}"
+                        )));
+                    }
+                    if !drop.if_exists {
+                        return Err(SqlError::Storage(StorageError::NoSuchTable(name.clone())));
+                    }
+                }
+            }
+            for name in &drop.names {
+                self.catalog.drop_table(name, true)?;
+            }
+            return Ok(StatementOutput::Done("DROP TABLE".into()));
+        }
+        self.run_datafusion(stmt).await
+    }
+
+    async fn copy(&self, copy: CopyStatement, ctl: &LoadControl) -> Result<LoadReport, SqlError> {
+        let table = self.table(&copy.table)?;
+        if let Some(cols) = &copy.columns {
+            let names: Vec<&str> = table
+                .def()
+                .schema
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            if cols.iter().map(String::as_str).ne(names.iter().copied()) {
+                return Err(SqlError::Unsupported(format!(
+                    "the COPY column list ({}) must name every column of \"{}\" in table order ({}); \
+                     subsets and reordering are not supported yet",
+                    cols.join(", "),
+                    table.name(),
+                    names.join(", ")
+                )));
+            }
+        }
+        let source = Source::File(PathBuf::from(&copy.path));
+        self.load(&copy.table, source, copy.options, ctl).await
+    }
+
+    async fn run_datafusion(&self, stmt: &StatementText<'_>) -> Result<StatementOutput, SqlError> {
+        let plan = self.ctx.state().create_logical_plan(stmt.text).await?;
+        let done = match &plan {
+            LogicalPlan::Ddl(
+                DdlStatement::CreateMemoryTable(_)
+                | DdlStatement::CreateExternalTable(_)
+                | DdlStatement::DropTable(_),
+            ) => {
+                return Err(SqlError::Unsupported(format!(
+                    "unsupported table statement: {}",
+                    stmt.text
+                )));
+            }
+            LogicalPlan::Ddl(_) => true,
+            LogicalPlan::Statement(Statement::Execute(_)) => false,
+            LogicalPlan::Statement(_) => true,
+            _ => false,
+        };
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        if done {
+            df.collect().await?;
+            return Ok(StatementOutput::Done(command_tag(stmt)));
+        }
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await?;
+        Ok(StatementOutput::Rows { schema, batches })
+    }
+}
+
+/// A short name of what a statement did, such as `CREATE VIEW` or `SET`.
+fn command_tag(stmt: &StatementText<'_>) -> String {
+    use datafusion::sql::sqlparser::tokenizer::Token;
+    let words: Vec<String> = stmt
+        .tokens
+        .iter()
+        .take(6)
+        .map_while(|t| match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = words.first() else {
+        return "OK".into();
+    };
+    if first == "CREATE" || first == "DROP" {
+        const SKIP: [&str; 8] = [
+            "OR",
+            "REPLACE",
+            "TEMP",
+            "TEMPORARY",
+            "IF",
+            "NOT",
+            "EXISTS",
+            "EXTERNAL",
+        ];
+        if let Some(object) = words[1..].iter().find(|w| !SKIP.contains(&w.as_str())) {
+            return format!("{first} {object}");
+        }
+    }
+    first.clone()
 }

@@ -1,0 +1,426 @@
+//! wireload's DDL: `CREATE TABLE ... [PARTITION BY HASH (col) PARTITIONS n]` and `DROP TABLE`.
+
+use std::str::FromStr;
+
+use datafusion::sql::sqlparser::ast::{
+    ColumnOption, CreateTableOptions, HiveDistributionStyle, Ident, ObjectName, ObjectNamePart,
+    ObjectType, Statement,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::Token;
+use wireload_storage::{Partitioning, TableDef};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
+
+use crate::SqlError;
+use crate::tokens::{Cursor, StatementText, is_keyword};
+
+/// A parsed `CREATE TABLE`.
+#[derive(Debug, Clone)]
+pub struct CreateTable {
+    /// The table definition to create.
+    pub def: TableDef,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+}
+
+/// A parsed `DROP TABLE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropTable {
+    /// Tables to drop (normalized names).
+    pub names: Vec<String>,
+    /// `IF EXISTS` was given.
+    pub if_exists: bool,
+}
+
+/// True when the statement starts with `CREATE [...] TABLE`: ours, never DataFusion's.
+pub fn is_create_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    if !tokens
+        .first()
+        .is_some_and(|t| is_keyword(&t.token, "create"))
+    {
+        return false;
+    }
+    // `CREATE [OR REPLACE] [GLOBAL|LOCAL] [TEMP|TEMPORARY|UNLOGGED|EXTERNAL|UNBOUNDED ...] TABLE`
+    for t in tokens.iter().skip(1).take(5) {
+        match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => {
+                if w.value.eq_ignore_ascii_case("table") {
+                    return true;
+                }
+                const OBJECTS: [&str; 12] = [
+                    "view",
+                    "schema",
+                    "database",
+                    "catalog",
+                    "function",
+                    "index",
+                    "materialized",
+                    "type",
+                    "sequence",
+                    "role",
+                    "user",
+                    "extension",
+                ];
+                if OBJECTS.iter().any(|o| w.value.eq_ignore_ascii_case(o)) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// True when the statement is `DROP TABLE ...`.
+pub fn is_drop_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    tokens.len() >= 2
+        && is_keyword(&tokens[0].token, "drop")
+        && is_keyword(&tokens[1].token, "table")
+}
+
+/// The name an identifier denotes: unquoted lowercased, quoted kept.
+fn ident_name(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+/// A table name: `name` or `public.name`.
+fn table_name(name: &ObjectName) -> Result<String, SqlError> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Ok(ident_name(i)),
+            ObjectNamePart::Function(_) => {
+                Err(SqlError::Parse(format!("invalid table name {name}")))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    match parts.as_slice() {
+        [t] => Ok(t.clone()),
+        [s, t] if s == crate::DEFAULT_SCHEMA => Ok(t.clone()),
+        [s, _] => Err(SqlError::Unsupported(format!(
+            "schema \"{s}\" does not exist; tables live in schema \"{}\"",
+            crate::DEFAULT_SCHEMA
+        ))),
+        _ => Err(SqlError::Unsupported(format!(
+            "qualified table name {name} is not supported"
+        ))),
+    }
+}
+
+fn external_table() -> SqlError {
+    SqlError::Unsupported(
+        "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
+    )
+}
+
+fn not_yet(what: &str) -> SqlError {
+    SqlError::Unsupported(format!("{what} not supported yet"))
+}
+
+/// Parses `CREATE TABLE [IF NOT EXISTS] name (col type [NOT NULL | NULL], ...)
+/// [PARTITION BY HASH (col) PARTITIONS n]`.
+pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlError> {
+    let before_table = stmt
+        .tokens
+        .iter()
+        .take_while(|t| !is_keyword(&t.token, "table"));
+    if before_table
+        .into_iter()
+        .any(|t| is_keyword(&t.token, "external"))
+    {
+        return Err(external_table());
+    }
+    // cut the PARTITION BY clause (not PostgreSQL syntax) off at the first top-level PARTITION
+    let mut depth = 0usize;
+    let mut cut = None;
+    for (i, t) in stmt.tokens.iter().enumerate() {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            tok if depth == 0 && is_keyword(tok, "partition") => {
+                cut = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let partition = match cut {
+        Some(i) => Some(parse_partition_clause(&stmt.tokens[i..])?),
+        None => None,
+    };
+    let text = match cut {
+        Some(i) => stmt.text_before(i),
+        None => stmt.text,
+    };
+    let ct = match parse_one(text)? {
+        Statement::CreateTable(ct) => ct,
+        other => {
+            return Err(SqlError::Parse(format!(
+                "expected CREATE TABLE, found {other}"
+            )));
+        }
+    };
+    if ct.external {
+        return Err(external_table());
+    }
+    if ct.query.is_some() {
+        return Err(not_yet("CREATE TABLE ... AS SELECT is"));
+    }
+    if ct.like.is_some() || ct.clone.is_some() {
+        return Err(not_yet("CREATE TABLE ... LIKE/CLONE is"));
+    }
+    if ct.or_replace {
+        return Err(not_yet("CREATE OR REPLACE TABLE is"));
+    }
+    if ct.temporary {
+        return Err(SqlError::Unsupported(
+            "TEMPORARY tables are not supported (every table is in memory; use CREATE TABLE)"
+                .into(),
+        ));
+    }
+    if !ct.constraints.is_empty() {
+        let first = ct.constraints[0].to_string();
+        return Err(not_yet(&format!("table constraints ({first}) are")));
+    }
+    if ct.inherits.is_some()
+        || ct.partition_of.is_some()
+        || ct.partition_by.is_some()
+        || ct.table_options != CreateTableOptions::None
+        || ct.hive_distribution != HiveDistributionStyle::NONE
+    {
+        return Err(SqlError::Unsupported(
+            "unsupported CREATE TABLE clause; wireload accepts CREATE TABLE [IF NOT EXISTS] name (column type \
+             [NOT NULL], ...) [PARTITION BY HASH (column) PARTITIONS n]"
+                .into(),
+        ));
+    }
+    let name = table_name(&ct.name)?;
+    if ct.columns.is_empty() {
+        return Err(SqlError::Parse(format!(
+            "table \"{name}\" needs at least one column"
+        )));
+    }
+    let mut columns = Vec::with_capacity(ct.columns.len());
+    for col in &ct.columns {
+        let col_name = ident_name(&col.name);
+        let mut nullable = true;
+        for opt in &col.options {
+            match &opt.option {
+                ColumnOption::Null => nullable = true,
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::PrimaryKey(_) => {
+                    return Err(not_yet(&format!("column \"{col_name}\": PRIMARY KEY is")));
+                }
+                ColumnOption::Unique(_) => {
+                    return Err(not_yet(&format!("column \"{col_name}\": UNIQUE is")));
+                }
+                other => return Err(not_yet(&format!("column \"{col_name}\": {other} is"))),
+            }
+        }
+        let ty = SqlType::from_str(&col.data_type.to_string()).map_err(|e| {
+            SqlError::Unsupported(format!(
+                "column \"{col_name}\": unsupported type {}: {e}",
+                col.data_type
+            ))
+        })?;
+        columns.push(ColumnDef {
+            name: col_name,
+            ty,
+            nullable,
+        });
+    }
+    let partitioning = match partition {
+        None => Partitioning::Single,
+        Some((col, count)) => {
+            let column = columns.iter().position(|c| c.name == col).ok_or_else(|| {
+                SqlError::Parse(format!(
+                    "partition column \"{col}\" is not a column of table \"{name}\""
+                ))
+            })?;
+            Partitioning::Hash { column, count }
+        }
+    };
+    let def = TableDef::new(name, TableSchema { columns }, partitioning)?;
+    Ok(CreateTable {
+        def,
+        if_not_exists: ct.if_not_exists,
+    })
+}
+
+/// `PARTITION BY HASH (col) PARTITIONS n`, to the end of the statement.
+fn parse_partition_clause(
+    tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan],
+) -> Result<(String, usize), SqlError> {
+    let mut c = Cursor::new(tokens);
+    c.expect_keyword("partition")?;
+    c.expect_keyword("by")?;
+    if !c.eat_keyword("hash") {
+        return Err(
+            c.unexpected("HASH (only PARTITION BY HASH (column) PARTITIONS n is supported)")
+        );
+    }
+    c.expect(&Token::LParen)?;
+    let column = c.expect_identifier("the partitioning column")?;
+    if c.peek() == Some(&Token::Comma) {
+        return Err(SqlError::Unsupported(
+            "partitioning by more than one column is not supported".into(),
+        ));
+    }
+    c.expect(&Token::RParen)?;
+    c.expect_keyword("partitions")?;
+    let count = match c.next_token() {
+        Some(Token::Number(n, _)) => n.parse::<usize>().map_err(|_| {
+            SqlError::Parse(format!("PARTITIONS must be a positive integer, got {n}"))
+        })?,
+        _ => return Err(c.unexpected_previous("the number of partitions")),
+    };
+    if !c.at_end() {
+        return Err(c.unexpected("the end of the CREATE TABLE statement"));
+    }
+    Ok((column, count))
+}
+
+/// Parses `DROP TABLE [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
+pub fn parse_drop_table(stmt: &StatementText<'_>) -> Result<DropTable, SqlError> {
+    match parse_one(stmt.text)? {
+        Statement::Drop {
+            object_type: ObjectType::Table,
+            if_exists,
+            names,
+            ..
+        } => {
+            let names = names
+                .iter()
+                .map(table_name)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(DropTable { names, if_exists })
+        }
+        other => Err(SqlError::Parse(format!(
+            "expected DROP TABLE, found {other}"
+        ))),
+    }
+}
+
+/// Parses exactly one statement with the PostgreSQL dialect.
+fn parse_one(text: &str) -> Result<Statement, SqlError> {
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text)
+        .map_err(|e| SqlError::Parse(e.to_string()))?;
+    match stmts.len() {
+        1 => Ok(stmts.remove(0)),
+        n => Err(SqlError::Parse(format!(
+            "expected one statement, found {n}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::split_statements;
+
+    fn create_err(sql: &str) -> String {
+        let stmts = split_statements(sql).unwrap();
+        parse_create_table(&stmts[0]).unwrap_err().to_string()
+    }
+
+    fn drop(sql: &str) -> Result<DropTable, SqlError> {
+        let stmts = split_statements(sql).unwrap();
+        parse_drop_table(&stmts[0])
+    }
+
+    fn tokens(sql: &str) -> Vec<datafusion::sql::sqlparser::tokenizer::TokenWithSpan> {
+        split_statements(sql).unwrap().remove(0).tokens
+    }
+
+    #[test]
+    fn recognizes_our_statements() {
+        assert!(is_create_table(&tokens("CREATE TABLE t (a INT)")));
+        assert!(is_create_table(&tokens("create temporary table t (a INT)")));
+        assert!(is_create_table(&tokens(
+            "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'"
+        )));
+        assert!(is_create_table(&tokens(
+            "CREATE OR REPLACE TABLE t AS SELECT 1"
+        )));
+        assert!(!is_create_table(&tokens("CREATE VIEW v AS SELECT 1")));
+        assert!(!is_create_table(&tokens(
+            "CREATE OR REPLACE VIEW table AS SELECT 1"
+        )));
+        assert!(!is_create_table(&tokens("SELECT 1")));
+        assert!(is_drop_table(&tokens("DROP TABLE t")));
+        assert!(!is_drop_table(&tokens("DROP VIEW t")));
+    }
+
+    #[test]
+    fn constraints_and_clauses_are_rejected_clearly() {
+        assert!(
+            create_err("CREATE TABLE t (a INT PRIMARY KEY)")
+                .contains("PRIMARY KEY is not supported yet")
+        );
+        assert!(
+            create_err("CREATE TABLE t (a INT UNIQUE)").contains("UNIQUE is not supported yet")
+        );
+        assert!(
+            create_err("CREATE TABLE t (a INT, PRIMARY KEY (a))").contains("not supported yet")
+        );
+        assert!(
+            create_err("CREATE TABLE t AS SELECT 1").contains("AS SELECT is not supported yet")
+        );
+        assert!(create_err("CREATE TEMP TABLE t (a INT)").contains("TEMPORARY"));
+        assert!(create_err("CREATE TABLE s.t (a INT)").contains("schema \"s\""));
+        assert!(create_err("CREATE TABLE t (a INT").starts_with("syntax error"));
+    }
+
+    #[test]
+    fn partition_clause_errors() {
+        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY RANGE (a)").contains("HASH"));
+        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a)").contains("partitions"));
+        assert!(
+            create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a, b) PARTITIONS 2")
+                .contains("more than one")
+        );
+        assert!(
+            create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS x")
+                .contains("number of partitions")
+        );
+        assert!(
+            create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS 2 junk")
+                .contains("end of")
+        );
+    }
+
+    #[test]
+    fn partition_clause_parses() {
+        let t = tokens("PARTITION BY HASH (\"Key\") PARTITIONS 8");
+        assert_eq!(parse_partition_clause(&t).unwrap(), ("Key".to_string(), 8));
+        let t = tokens("partition by hash (KEY) partitions 3");
+        assert_eq!(parse_partition_clause(&t).unwrap(), ("key".to_string(), 3));
+    }
+
+    #[test]
+    fn drop_table_parses_names() {
+        let d = drop("DROP TABLE IF EXISTS a, \"B\", public.c").unwrap();
+        assert_eq!(
+            d,
+            DropTable {
+                names: vec!["a".into(), "B".into(), "c".into()],
+                if_exists: true
+            }
+        );
+        let d = drop("drop table Foo cascade").unwrap();
+        assert_eq!(
+            d,
+            DropTable {
+                names: vec!["foo".into()],
+                if_exists: false
+            }
+        );
+        assert!(drop("DROP TABLE").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! DataFusion's view of the wireload catalog: a schema whose tables are the catalog's
+//! tables (plus DataFusion views), and a table provider that scans one snapshot per query.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{SchemaProvider, Session, TableProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use wireload_storage::{Catalog, Table};
+
+use crate::scan::SnapshotScanExec;
+
+/// A wireload table as a DataFusion table: every scan reads the snapshot current when it is planned.
+#[derive(Debug)]
+pub struct SnapshotTable {
+    table: Arc<Table>,
+}
+
+impl SnapshotTable {
+    /// The provider for `table`.
+    pub fn new(table: Arc<Table>) -> Self {
+        SnapshotTable { table }
+    }
+}
+
+#[async_trait]
+impl TableProvider for SnapshotTable {
+    fn schema(&self) -> SchemaRef {
+        std::sync::Arc::clone(&self.table.def().arrow_schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // one snapshot for the whole scan: concurrent loads publish new versions we do not see
+        let version = self.table.snapshot();
+        let config = state.config();
+        let exec = SnapshotScanExec::new(
+            self.table.name(),
+            version,
+            projection,
+            limit,
+            config.target_partitions(),
+            config.batch_size(),
+        )?;
+        Ok(Arc::new(exec))
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        // DataFusion filters the scanned rows; index-backed filtering comes later
+        Ok(vec![
+            TableProviderFilterPushDown::Unsupported;
+            filters.len()
+        ])
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        _input: Arc<dyn ExecutionPlan>,
+        _insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Err(DataFusionError::NotImplemented(format!(
+            "INSERT into table \"{}\" is not supported yet; load rows with COPY {} FROM 'file'",
+            self.table.name(),
+            self.table.name()
+        )))
+    }
+}
+
+/// The default schema: the catalog's tables, plus views and other providers DataFusion registers.
+#[derive(Debug)]
+pub struct CatalogSchema {
+    catalog: Arc<Catalog>,
+    others: RwLock<BTreeMap<String, Arc<dyn TableProvider>>>,
+}
+
+impl CatalogSchema {
+    /// The schema over `catalog`.
+    pub fn new(catalog: Arc<Catalog>) -> Self {
+        CatalogSchema {
+            catalog,
+            others: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    /// True when `name` is a view or another registered provider (not a wireload table).
+    pub fn has_other(&self, name: &str) -> bool {
+        self.others
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(name)
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for CatalogSchema {
+    fn table_names(&self) -> Vec<String> {
+        let mut names = self.catalog.table_names();
+        names.extend(
+            self.others
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .keys()
+                .cloned(),
+        );
+        names.sort();
+        names
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        if let Some(t) = self.catalog.table(name) {
+            return Ok(Some(Arc::new(SnapshotTable::new(t))));
+        }
+        Ok(self
+            .others
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned())
+    }
+
+    fn register_table(
+        &self,
+        name: String,
+        table: Arc<dyn TableProvider>,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
+        let mut others = self.others.write().unwrap_or_else(|e| e.into_inner());
+        if self.catalog.table(&name).is_some() || others.contains_key(&name) {
+            return Err(DataFusionError::Execution(format!(
+                "table \"{name}\" already exists"
+            )));
+        }
+        others.insert(name, table);
+        Ok(None)
+    }
+
+    fn deregister_table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        if self.catalog.table(name).is_some() {
+            return Err(DataFusionError::Execution(format!(
+                "\"{name}\" is a table, not a view; use DROP TABLE {name}"
+            )));
+        }
+        Ok(self
+            .others
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.catalog.table(name).is_some() || self.has_other(name)
+    }
+}
