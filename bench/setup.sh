@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create bench/.venv with the peers pinned in bench/requirements.txt.
+# Idempotent: re-running with unchanged requirements does nothing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="$here/.venv"
+req="$here/requirements.txt"
+python="${PYTHON:-python3}"
+
+"$python" - <<'PY'
+import sys
+if sys.version_info < (3, 10):
+    sys.exit(f"bench needs Python >= 3.10, found {sys.version.split()[0]}")
+PY
+
+if [ ! -x "$venv/bin/python" ]; then
+    echo "creating $venv" >&2
+    "$python" -m venv "$venv"
+fi
+
+stamp="$venv/.requirements.sha256"
+want="$(sha256sum "$req" | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$venv is up to date with $req" >&2
+else
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet -r "$req"
+    echo "$want" > "$stamp"
+fi
+
+"$venv/bin/python" - <<'PY'
+import duckdb, polars, pyarrow, tableauhyperapi
+print(f"duckdb {duckdb.__version__}, polars {polars.__version__}, "
+      f"pyarrow {pyarrow.__version__}, tableauhyperapi {tableauhyperapi.__version__}")
+PY
