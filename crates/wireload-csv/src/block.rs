@@ -71,8 +71,8 @@ pub fn classify_sse2(block: &[u8; 64], s: Specials) -> Masks {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
             let dm = _mm_movemask_epi8(_mm_cmpeq_epi8(v, d)) as u16 as u64;
             let qm = _mm_movemask_epi8(_mm_cmpeq_epi8(v, q)) as u16 as u64;
-            let nm =
-                _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr))) as u16 as u64;
+            let nm = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)))
+                as u16 as u64;
             m.delimiter |= dm << (16 * k);
             m.quote |= qm << (16 * k);
             m.newline |= nm << (16 * k);
@@ -115,10 +115,22 @@ mod tests {
 
     fn specials() -> Vec<Specials> {
         vec![
-            Specials { delimiter: b',', quote: Some(b'"') },
-            Specials { delimiter: b'|', quote: None },
-            Specials { delimiter: b'\t', quote: Some(b'\'') },
-            Specials { delimiter: 0, quote: Some(0xFF) },
+            Specials {
+                delimiter: b',',
+                quote: Some(b'"'),
+            },
+            Specials {
+                delimiter: b'|',
+                quote: None,
+            },
+            Specials {
+                delimiter: b'\t',
+                quote: Some(b'\''),
+            },
+            Specials {
+                delimiter: 0,
+                quote: Some(0xFF),
+            },
         ]
     }
 
@@ -126,11 +138,24 @@ mod tests {
     fn classify_matches_scalar_on_random_and_adversarial_blocks() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for s in specials() {
-            let alphabet = [s.delimiter, s.quote.unwrap_or(b'x'), b'\n', b'\r', b'a', 0, 0xFF, 0x80];
+            let alphabet = [
+                s.delimiter,
+                s.quote.unwrap_or(b'x'),
+                b'\n',
+                b'\r',
+                b'a',
+                0,
+                0xFF,
+                0x80,
+            ];
             for _ in 0..2000 {
                 let mut block = [0u8; 64];
                 for b in block.iter_mut() {
-                    *b = if rng.random_bool(0.5) { alphabet[rng.random_range(0..alphabet.len())] } else { rng.random() };
+                    *b = if rng.random_bool(0.5) {
+                        alphabet[rng.random_range(0..alphabet.len())]
+                    } else {
+                        rng.random()
+                    };
                 }
                 assert_eq!(classify(&block, s), classify_scalar(&block, s));
             }
@@ -139,7 +164,11 @@ mod tests {
                 for pos in 0..64 {
                     let mut block = [b'a'; 64];
                     block[pos] = c;
-                    assert_eq!(classify(&block, s), classify_scalar(&block, s), "byte {c} at {pos}");
+                    assert_eq!(
+                        classify(&block, s),
+                        classify_scalar(&block, s),
+                        "byte {c} at {pos}"
+                    );
                 }
             }
             // every byte value

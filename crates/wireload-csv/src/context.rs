@@ -24,13 +24,20 @@ impl QuoteState {
     fn index(self) -> usize {
         self as usize
     }
-    const ALL: [QuoteState; 3] = [QuoteState::Outside, QuoteState::Inside, QuoteState::InsideAfterEscape];
+    const ALL: [QuoteState; 3] = [
+        QuoteState::Outside,
+        QuoteState::Inside,
+        QuoteState::InsideAfterEscape,
+    ];
 }
 
 /// Cuts `start..len` into consecutive ranges of `chunk_size` bytes (the last may be shorter).
 pub fn chunk_ranges(start: usize, len: usize, chunk_size: usize) -> Vec<Range<usize>> {
     let size = chunk_size.max(1);
-    (start..len).step_by(size).map(|s| s..(s + size).min(len)).collect()
+    (start..len)
+        .step_by(size)
+        .map(|s| s..(s + size).min(len))
+        .collect()
 }
 
 /// The quote state at the start of every chunk. Fast mode (and dialects without quoting)
@@ -58,7 +65,11 @@ pub fn chunk_start_states(
                 .collect();
             let mut inside = false;
             for p in parities {
-                out.push(if inside { QuoteState::Inside } else { QuoteState::Outside });
+                out.push(if inside {
+                    QuoteState::Inside
+                } else {
+                    QuoteState::Outside
+                });
                 inside ^= p;
             }
         }
@@ -100,7 +111,11 @@ fn run_states(bytes: &[u8], cfg: &ScanConfig, mut state: QuoteState) -> QuoteSta
                 Some(j) => {
                     let b = bytes[i + j];
                     i += j + 1;
-                    state = if b == q { QuoteState::Outside } else { QuoteState::InsideAfterEscape };
+                    state = if b == q {
+                        QuoteState::Outside
+                    } else {
+                        QuoteState::InsideAfterEscape
+                    };
                 }
                 None => return state,
             },

@@ -19,7 +19,13 @@ pub struct Dialect {
 impl Default for Dialect {
     /// RFC 4180: comma, double quote doubled to escape, no header, empty string is NULL.
     fn default() -> Self {
-        Dialect { delimiter: b',', quote: Some(b'"'), escape: Some(b'"'), header: false, null: Vec::new() }
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            escape: Some(b'"'),
+            header: false,
+            null: Vec::new(),
+        }
     }
 }
 
@@ -28,24 +34,34 @@ impl Dialect {
     pub fn validate(&self) -> Result<(), crate::DialectError> {
         let bad = |b: u8| b == b'\n' || b == b'\r';
         if bad(self.delimiter) {
-            return Err(crate::DialectError("the delimiter cannot be a newline or carriage return".into()));
+            return Err(crate::DialectError(
+                "the delimiter cannot be a newline or carriage return".into(),
+            ));
         }
         if let Some(q) = self.quote {
             if bad(q) {
-                return Err(crate::DialectError("the quote cannot be a newline or carriage return".into()));
+                return Err(crate::DialectError(
+                    "the quote cannot be a newline or carriage return".into(),
+                ));
             }
             if q == self.delimiter {
-                return Err(crate::DialectError("the delimiter and the quote must differ".into()));
-            }
-        }
-        if let Some(e) = self.escape {
-            if bad(e) || e == self.delimiter {
                 return Err(crate::DialectError(
-                    "the escape cannot be the delimiter, a newline or carriage return".into(),
+                    "the delimiter and the quote must differ".into(),
                 ));
             }
         }
-        if self.null.iter().any(|&b| bad(b) || b == self.delimiter || Some(b) == self.quote) {
+        if let Some(e) = self.escape
+            && (bad(e) || e == self.delimiter)
+        {
+            return Err(crate::DialectError(
+                "the escape cannot be the delimiter, a newline or carriage return".into(),
+            ));
+        }
+        if self
+            .null
+            .iter()
+            .any(|&b| bad(b) || b == self.delimiter || Some(b) == self.quote)
+        {
             return Err(crate::DialectError(
                 "the NULL string cannot contain the delimiter, the quote or a newline".into(),
             ));
@@ -75,7 +91,9 @@ impl std::str::FromStr for ScanMode {
         match s.to_ascii_lowercase().as_str() {
             "safe" => Ok(ScanMode::Safe),
             "fast" => Ok(ScanMode::Fast),
-            other => Err(crate::DialectError(format!("unknown mode '{other}' (expected safe or fast)"))),
+            other => Err(crate::DialectError(format!(
+                "unknown mode '{other}' (expected safe or fast)"
+            ))),
         }
     }
 }

@@ -49,12 +49,15 @@ impl ScanError {
     pub fn expected(&self) -> String {
         match self.kind {
             ScanErrorKind::QuoteInUnquotedField => {
-                "no quote inside an unquoted field (quote the whole field and double inner quotes)".into()
+                "no quote inside an unquoted field (quote the whole field and double inner quotes)"
+                    .into()
             }
             ScanErrorKind::TextAfterClosingQuote => {
                 "a delimiter or the end of the record after a closing quote".into()
             }
-            ScanErrorKind::UnterminatedQuote => "a closing quote before the end of the input".into(),
+            ScanErrorKind::UnterminatedQuote => {
+                "a closing quote before the end of the input".into()
+            }
             ScanErrorKind::FieldCount { expected, .. } => format!("{expected} fields"),
             ScanErrorKind::QuotedRecordDelimiter => {
                 "no record delimiter inside quotes in fast mode (use MODE safe)".into()
@@ -67,11 +70,18 @@ impl ScanError {
 impl fmt::Display for ScanErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ScanErrorKind::QuoteInUnquotedField => write!(f, "quote character inside an unquoted field"),
-            ScanErrorKind::TextAfterClosingQuote => write!(f, "text after the closing quote of a quoted field"),
+            ScanErrorKind::QuoteInUnquotedField => {
+                write!(f, "quote character inside an unquoted field")
+            }
+            ScanErrorKind::TextAfterClosingQuote => {
+                write!(f, "text after the closing quote of a quoted field")
+            }
             ScanErrorKind::UnterminatedQuote => write!(f, "quoted field is never closed"),
             ScanErrorKind::FieldCount { found, expected } => {
-                write!(f, "record has {found} fields, the table has {expected} columns")
+                write!(
+                    f,
+                    "record has {found} fields, the table has {expected} columns"
+                )
             }
             ScanErrorKind::QuotedRecordDelimiter => write!(
                 f,

@@ -70,7 +70,10 @@ impl FieldBatch {
             let (a, b) = self.escaped[(s.end & LOW) as usize];
             (&self.scratch[a as usize..b as usize], quoted)
         } else {
-            (&data[self.base + s.start as usize..self.base + (s.end & LOW) as usize], quoted)
+            (
+                &data[self.base + s.start as usize..self.base + (s.end & LOW) as usize],
+                quoted,
+            )
         }
     }
 
@@ -110,7 +113,10 @@ impl FieldBatch {
     pub(crate) fn set_plain(&mut self, k: usize, start: usize, end: usize, quoted: bool) {
         let rel_s = (start - self.base) as u32;
         let rel_e = (end - self.base) as u32 | if quoted { QUOTED } else { 0 };
-        self.spans[self.rows * self.stride + k] = Span { start: rel_s, end: rel_e };
+        self.spans[self.rows * self.stride + k] = Span {
+            start: rel_s,
+            end: rel_e,
+        };
     }
 
     /// Stores field `k` whose unescaped text is `scratch[from..]`; `start` is its raw content start.
@@ -118,7 +124,10 @@ impl FieldBatch {
         let idx = self.escaped.len() as u32;
         self.escaped.push((from as u32, self.scratch.len() as u32));
         let rel_s = (start - self.base) as u32;
-        self.spans[self.rows * self.stride + k] = Span { start: rel_s, end: idx | QUOTED | ESCAPED };
+        self.spans[self.rows * self.stride + k] = Span {
+            start: rel_s,
+            end: idx | QUOTED | ESCAPED,
+        };
     }
 
     /// The scratch buffer escaped fields are written into.

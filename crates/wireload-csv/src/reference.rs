@@ -22,7 +22,16 @@ pub struct RefScanner<'a> {
 impl<'a> RefScanner<'a> {
     /// Scans the records of `data` that start in `start..end`; `start` must be a record start.
     pub fn new(cfg: &ScanConfig, data: &'a [u8], start: usize, end: usize, ncols: usize) -> Self {
-        RefScanner { cfg: *cfg, data, pos: start, end, ncols, flexible: false, last_count: 0, done: false }
+        RefScanner {
+            cfg: *cfg,
+            data,
+            pos: start,
+            end,
+            ncols,
+            flexible: false,
+            last_count: 0,
+            done: false,
+        }
     }
 
     pub(crate) fn pos_for_scanner(&self) -> usize {
@@ -30,7 +39,11 @@ impl<'a> RefScanner<'a> {
     }
 
     /// Fills `batch` with up to `max_rows` records; returns false once the range is exhausted.
-    pub fn next_batch(&mut self, batch: &mut FieldBatch, max_rows: usize) -> Result<bool, ScanError> {
+    pub fn next_batch(
+        &mut self,
+        batch: &mut FieldBatch,
+        max_rows: usize,
+    ) -> Result<bool, ScanError> {
         batch.reset(self.pos, max_rows);
         while batch.rows() < max_rows {
             if self.done || self.pos >= self.end || self.pos >= self.data.len() {
@@ -53,7 +66,12 @@ impl<'a> RefScanner<'a> {
         let mut k = 0usize;
         let mut i = rs;
         let mut last_empty_unquoted;
-        let err = |kind, at, k: usize| ScanError { kind, at, record_start: rs, field: k + 1 };
+        let err = |kind, at, k: usize| ScanError {
+            kind,
+            at,
+            record_start: rs,
+            field: k + 1,
+        };
         loop {
             let fs = i;
             if i - batch.base() > MAX_REL {
@@ -152,10 +170,14 @@ impl<'a> RefScanner<'a> {
                 return Ok(()); // empty line
             }
             self.last_count = k;
-            let ok = self.flexible || k == self.ncols || (k == self.ncols + 1 && last_empty_unquoted);
+            let ok =
+                self.flexible || k == self.ncols || (k == self.ncols + 1 && last_empty_unquoted);
             if !ok {
                 return Err(ScanError {
-                    kind: ScanErrorKind::FieldCount { found: k, expected: self.ncols },
+                    kind: ScanErrorKind::FieldCount {
+                        found: k,
+                        expected: self.ncols,
+                    },
                     at: rs,
                     record_start: rs,
                     field: k,
@@ -167,6 +189,9 @@ impl<'a> RefScanner<'a> {
     }
 }
 
+/// A record's unescaped fields and the offset where the next record starts.
+pub type Record = (Vec<Vec<u8>>, usize);
+
 /// Most fields [`first_record`] accepts.
 const MAX_HEADER_FIELDS: usize = 65_536;
 
@@ -176,7 +201,7 @@ pub fn first_record(
     cfg: &ScanConfig,
     data: &[u8],
     start: usize,
-) -> Result<Option<(Vec<Vec<u8>>, usize)>, ScanError> {
+) -> Result<Option<Record>, ScanError> {
     let ncols = MAX_HEADER_FIELDS;
     let mut scanner = RefScanner::new(cfg, data, start, data.len(), ncols);
     scanner.flexible = true;

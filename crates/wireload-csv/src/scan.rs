@@ -35,11 +35,26 @@ impl ScanConfig {
         dialect.validate()?;
         let quote = dialect.quote;
         let doubling = quote.is_some() && dialect.escape == quote;
-        let escape = if quote.is_some() && !doubling { dialect.escape } else { None };
-        let specials = [Some(dialect.delimiter), quote, escape, Some(b'\n'), Some(b'\r')];
-        let pad = (b'a'..=255).find(|c| !specials.contains(&Some(*c))).unwrap_or(b'a');
+        let escape = if quote.is_some() && !doubling {
+            dialect.escape
+        } else {
+            None
+        };
+        let specials = [
+            Some(dialect.delimiter),
+            quote,
+            escape,
+            Some(b'\n'),
+            Some(b'\r'),
+        ];
+        let pad = (b'a'..=255)
+            .find(|c| !specials.contains(&Some(*c)))
+            .unwrap_or(b'a');
         Ok(ScanConfig {
-            specials: Specials { delimiter: dialect.delimiter, quote },
+            specials: Specials {
+                delimiter: dialect.delimiter,
+                quote,
+            },
             escape,
             doubling,
             fast: mode == ScanMode::Fast,
@@ -74,7 +89,11 @@ impl<'a> Scanner<'a> {
     }
 
     /// Fills `batch` with up to `max_rows` records; returns false once the range is exhausted.
-    pub fn next_batch(&mut self, batch: &mut FieldBatch, max_rows: usize) -> Result<bool, ScanError> {
+    pub fn next_batch(
+        &mut self,
+        batch: &mut FieldBatch,
+        max_rows: usize,
+    ) -> Result<bool, ScanError> {
         match self {
             Scanner::Blocks(s) => s.next_batch(batch, max_rows),
             Scanner::Reference(s) => s.next_batch(batch, max_rows),
@@ -171,8 +190,16 @@ impl<'a> BlockScanner<'a> {
             }
         };
         let m = classify(block, self.cfg.specials);
-        let valid_mask = if valid == 64 { u64::MAX } else { (1u64 << valid) - 1 };
-        let eof_bit = if pos + 64 >= len && valid < 64 { 1u64 << valid } else { 0 };
+        let valid_mask = if valid == 64 {
+            u64::MAX
+        } else {
+            (1u64 << valid) - 1
+        };
+        let eof_bit = if pos + 64 >= len && valid < 64 {
+            1u64 << valid
+        } else {
+            0
+        };
         let x = prefix_xor(m.quote) ^ self.quote_carry;
         let st = (m.delimiter | m.newline) & !x & valid_mask;
         let mut bad_open = 0;
@@ -188,7 +215,11 @@ impl<'a> BlockScanner<'a> {
             bad_after_close = after_close & !follow_ok & valid_mask;
             self.close_carry = close >> 63;
         }
-        let fast_nl = if self.cfg.fast { m.newline & x & valid_mask } else { 0 };
+        let fast_nl = if self.cfg.fast {
+            m.newline & x & valid_mask
+        } else {
+            0
+        };
         self.fs_carry = st >> 63;
         self.quote_carry = if (x >> 63) & 1 == 1 { u64::MAX } else { 0 };
         self.block_pos = pos;
@@ -202,7 +233,11 @@ impl<'a> BlockScanner<'a> {
     }
 
     /// See [`Scanner::next_batch`].
-    pub fn next_batch(&mut self, batch: &mut FieldBatch, max_rows: usize) -> Result<bool, ScanError> {
+    pub fn next_batch(
+        &mut self,
+        batch: &mut FieldBatch,
+        max_rows: usize,
+    ) -> Result<bool, ScanError> {
         batch.reset(self.record_start, max_rows);
         debug_assert!(batch.capacity_rows() >= max_rows);
         if max_rows == 0 {
@@ -265,7 +300,12 @@ impl<'a> BlockScanner<'a> {
         } else {
             (ScanErrorKind::QuoteInUnquotedField, pos)
         };
-        ScanError { kind, at, record_start: self.record_start, field: self.k + 1 }
+        ScanError {
+            kind,
+            at,
+            record_start: self.record_start,
+            field: self.k + 1,
+        }
     }
 
     /// Ends the field that runs from `field_start` to the structural byte at `e`.
@@ -324,7 +364,10 @@ impl<'a> BlockScanner<'a> {
         }
         if k != self.ncols && !(k == self.ncols + 1 && self.last_empty_unquoted) {
             return Err(ScanError {
-                kind: ScanErrorKind::FieldCount { found: k, expected: self.ncols },
+                kind: ScanErrorKind::FieldCount {
+                    found: k,
+                    expected: self.ncols,
+                },
                 at: rs,
                 record_start: rs,
                 field: k,

@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wireload_csv::reference::RefScanner;
 use wireload_csv::{
-    Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges, chunk_start_states,
-    first_record_start,
+    Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges,
+    chunk_start_states, first_record_start,
 };
 
 type Rows = Vec<Vec<(Vec<u8>, bool)>>;
@@ -87,7 +87,9 @@ fn random_file(rng: &mut StdRng, dialect: &Dialect) -> (Vec<u8>, Vec<Vec<Vec<u8>
             for _ in 0..rng.random_range(0..4) {
                 v.extend_from_slice(&pieces[rng.random_range(0..pieces.len())]);
             }
-            let special = v.iter().any(|&b| b == d || b == q || b == b'\n' || b == b'\r');
+            let special = v
+                .iter()
+                .any(|&b| b == d || b == q || b == b'\n' || b == b'\r');
             let lone_empty = ncols == 1 && v.is_empty();
             if special || lone_empty || rng.random_bool(0.2) {
                 out.push(q);
@@ -148,16 +150,37 @@ fn chunked_scan_equals_csv_crate_on_random_rfc4180_files() {
             .byte_records()
             .map(|r| r.unwrap().iter().map(|f| f.to_vec()).collect())
             .collect();
-        assert_eq!(expected, values, "generator and csv crate disagree (case {case})");
+        assert_eq!(
+            expected, values,
+            "generator and csv crate disagree (case {case})"
+        );
         let sizes = [1, 2, 3, 7, 63, 64, 65, 100, 1000, 1 << 20];
         for &chunk in &sizes {
             for reference in [false, true] {
                 let max_rows = rng.random_range(1..50);
-                let got = scan_chunked(&data, &dialect, ScanMode::Safe, chunk, max_rows, ncols, reference)
-                    .unwrap_or_else(|e| panic!("case {case} chunk {chunk}: {e:?}\n{:?}", String::from_utf8_lossy(&data)));
-                let got: Vec<Vec<Vec<u8>>> =
-                    got.into_iter().map(|r| r.into_iter().map(|(b, _)| b).collect()).collect();
-                assert_eq!(got, expected, "case {case} chunk {chunk} reference {reference}");
+                let got = scan_chunked(
+                    &data,
+                    &dialect,
+                    ScanMode::Safe,
+                    chunk,
+                    max_rows,
+                    ncols,
+                    reference,
+                )
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "case {case} chunk {chunk}: {e:?}\n{:?}",
+                        String::from_utf8_lossy(&data)
+                    )
+                });
+                let got: Vec<Vec<Vec<u8>>> = got
+                    .into_iter()
+                    .map(|r| r.into_iter().map(|(b, _)| b).collect())
+                    .collect();
+                assert_eq!(
+                    got, expected,
+                    "case {case} chunk {chunk} reference {reference}"
+                );
             }
         }
     }
@@ -169,13 +192,21 @@ fn fast_mode_equals_safe_mode_without_quoted_newlines_and_fails_with_them() {
     for case in 0..300 {
         let dialect = random_dialect(&mut rng);
         let (data, _, ncols) = random_file(&mut rng, &dialect);
-        let safe = scan_chunked(&data, &dialect, ScanMode::Safe, 1 << 20, 1000, ncols, false).unwrap();
-        let has_quoted_nl = safe.iter().flatten().any(|(b, q)| *q && b.iter().any(|&c| c == b'\n' || c == b'\r'));
+        let safe =
+            scan_chunked(&data, &dialect, ScanMode::Safe, 1 << 20, 1000, ncols, false).unwrap();
+        let has_quoted_nl = safe
+            .iter()
+            .flatten()
+            .any(|(b, q)| *q && b.iter().any(|&c| c == b'\n' || c == b'\r'));
         for chunk in [1, 5, 64, 300, 1 << 20] {
             let fast = scan_chunked(&data, &dialect, ScanMode::Fast, chunk, 7, ncols, false);
             if has_quoted_nl {
                 let err = fast.expect_err("fast mode must refuse quoted newlines");
-                assert_eq!(err.kind, wireload_csv::ScanErrorKind::QuotedRecordDelimiter, "case {case}");
+                assert_eq!(
+                    err.kind,
+                    wireload_csv::ScanErrorKind::QuotedRecordDelimiter,
+                    "case {case}"
+                );
             } else {
                 assert_eq!(fast.unwrap(), safe, "case {case} chunk {chunk}");
             }
@@ -187,7 +218,13 @@ fn fast_mode_equals_safe_mode_without_quoted_newlines_and_fails_with_them() {
 fn random_bytes(rng: &mut StdRng, specials: &[u8]) -> Vec<u8> {
     let n = rng.random_range(0..300);
     (0..n)
-        .map(|_| if rng.random_bool(0.6) { specials[rng.random_range(0..specials.len())] } else { b'a' + rng.random_range(0..3) })
+        .map(|_| {
+            if rng.random_bool(0.6) {
+                specials[rng.random_range(0..specials.len())]
+            } else {
+                b'a' + rng.random_range(0..3)
+            }
+        })
         .collect()
 }
 
@@ -196,9 +233,21 @@ fn block_scanner_equals_reference_scanner_on_arbitrary_input() {
     let mut rng = StdRng::seed_from_u64(5);
     let dialects = [
         Dialect::default(),
-        Dialect { escape: None, ..Dialect::default() },
-        Dialect { quote: None, escape: None, ..Dialect::default() },
-        Dialect { delimiter: b'|', quote: Some(b'\''), escape: Some(b'\''), ..Dialect::default() },
+        Dialect {
+            escape: None,
+            ..Dialect::default()
+        },
+        Dialect {
+            quote: None,
+            escape: None,
+            ..Dialect::default()
+        },
+        Dialect {
+            delimiter: b'|',
+            quote: Some(b'\''),
+            escape: Some(b'\''),
+            ..Dialect::default()
+        },
     ];
     for case in 0..20_000 {
         let dialect = &dialects[case % dialects.len()];
@@ -208,8 +257,14 @@ fn block_scanner_equals_reference_scanner_on_arbitrary_input() {
         for mode in [ScanMode::Safe, ScanMode::Fast] {
             let max_rows = rng.random_range(1..10);
             let block = scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, false);
-            let reference = scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, true);
-            assert_eq!(block, reference, "case {case} {mode:?} {dialect:?} input {:?}", String::from_utf8_lossy(&data));
+            let reference =
+                scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, true);
+            assert_eq!(
+                block,
+                reference,
+                "case {case} {mode:?} {dialect:?} input {:?}",
+                String::from_utf8_lossy(&data)
+            );
         }
     }
 }
@@ -217,7 +272,10 @@ fn block_scanner_equals_reference_scanner_on_arbitrary_input() {
 #[test]
 fn backslash_escape_dialect_scans_in_chunks() {
     // PostgreSQL CSV with ESCAPE '\': only \" and \\ are escapes inside quotes.
-    let dialect = Dialect { escape: Some(b'\\'), ..Dialect::default() };
+    let dialect = Dialect {
+        escape: Some(b'\\'),
+        ..Dialect::default()
+    };
     let data = b"1,\"a\\\"b\"\n2,\"c\\\\\"\n3,\"x\\y\"\n4,\"multi\nline \\\" q\"\n5,plain\\\n";
     let expected: Vec<Vec<&[u8]>> = vec![
         vec![b"1", b"a\"b"],
@@ -228,7 +286,10 @@ fn backslash_escape_dialect_scans_in_chunks() {
     ];
     for chunk in 1..data.len() + 2 {
         let rows = scan_chunked(data, &dialect, ScanMode::Safe, chunk, 2, 2, false).unwrap();
-        let rows: Vec<Vec<&[u8]>> = rows.iter().map(|r| r.iter().map(|(b, _)| &b[..]).collect()).collect();
+        let rows: Vec<Vec<&[u8]>> = rows
+            .iter()
+            .map(|r| r.iter().map(|(b, _)| &b[..]).collect())
+            .collect();
         assert_eq!(rows, expected, "chunk {chunk}");
     }
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tpchgen::generators::LineItemGenerator;
-use wireload_load::{Dialect, LoadControl, LoadOptions, ScanMode, Source, default_chunk_size, load_into};
+use wireload_load::{
+    Dialect, LoadControl, LoadOptions, ScanMode, Source, default_chunk_size, load_into,
+};
 use wireload_storage::{Catalog, Partitioning, TableDef};
 use wireload_types::TableSchema;
 
@@ -27,7 +29,10 @@ fn warm_memory(n: usize) {
 }
 
 fn main() {
-    let sf: f64 = std::env::var("WIRELOAD_BENCH_SF").ok().and_then(|s| s.parse().ok()).unwrap_or(0.1);
+    let sf: f64 = std::env::var("WIRELOAD_BENCH_SF")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.1);
     let mut text = String::new();
     let mut rows = 0u64;
     for r in LineItemGenerator::new(sf, 1, 1).iter() {
@@ -36,8 +41,15 @@ fn main() {
     }
     let data: Arc<[u8]> = Arc::from(text.into_bytes());
     let schema = TableSchema::parse(SCHEMA).unwrap();
-    println!("lineitem SF {sf}: {:.1} MB, {rows} rows; default chunk size {} KiB", data.len() as f64 / 1e6, default_chunk_size(2) >> 10);
-    println!("{:>7} {:>6} {:>10} {:>10}", "threads", "mode", "chunk KiB", "MB/s");
+    println!(
+        "lineitem SF {sf}: {:.1} MB, {rows} rows; default chunk size {} KiB",
+        data.len() as f64 / 1e6,
+        default_chunk_size(2) >> 10
+    );
+    println!(
+        "{:>7} {:>6} {:>10} {:>10}",
+        "threads", "mode", "chunk KiB", "MB/s"
+    );
     for threads in [1, 2] {
         for mode in [ScanMode::Safe, ScanMode::Fast] {
             for chunk in [256 << 10, 1 << 20, 4 << 20, 16 << 20] {
@@ -46,16 +58,26 @@ fn main() {
                     warm_memory(data.len() * 3 / 2);
                     let catalog = Catalog::default();
                     let t = catalog
-                        .create_table(TableDef::new("lineitem", schema.clone(), Partitioning::Single).unwrap(), false)
+                        .create_table(
+                            TableDef::new("lineitem", schema.clone(), Partitioning::Single)
+                                .unwrap(),
+                            false,
+                        )
                         .unwrap();
                     let opts = LoadOptions {
-                        dialect: Dialect { delimiter: b'|', ..Dialect::default() },
+                        dialect: Dialect {
+                            delimiter: b'|',
+                            ..Dialect::default()
+                        },
                         mode,
                         chunk_size: Some(chunk),
                         threads: Some(threads),
                         ..LoadOptions::default()
                     };
-                    let src = Source::Bytes { name: "lineitem".into(), data: Arc::clone(&data) };
+                    let src = Source::Bytes {
+                        name: "lineitem".into(),
+                        data: Arc::clone(&data),
+                    };
                     let t0 = Instant::now();
                     let report = load_into(&t, &src, &opts, &LoadControl::default()).unwrap();
                     let secs = t0.elapsed().as_secs_f64();
@@ -63,7 +85,12 @@ fn main() {
                     mbs.push(data.len() as f64 / 1e6 / secs);
                 }
                 mbs.sort_by(f64::total_cmp);
-                println!("{threads:>7} {:>6} {:>10} {:>10.0}", format!("{mode:?}"), chunk >> 10, mbs[2]);
+                println!(
+                    "{threads:>7} {:>6} {:>10} {:>10.0}",
+                    format!("{mode:?}"),
+                    chunk >> 10,
+                    mbs[2]
+                );
             }
         }
     }

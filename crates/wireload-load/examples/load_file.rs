@@ -18,7 +18,10 @@ fn main() {
     let chunk_size = args.get(6).and_then(|t| t.parse().ok());
     let mode: ScanMode = args.get(7).map(|m| m.parse().unwrap()).unwrap_or_default();
     let opts = LoadOptions {
-        dialect: Dialect { delimiter, ..Dialect::default() },
+        dialect: Dialect {
+            delimiter,
+            ..Dialect::default()
+        },
         mode,
         chunk_size,
         threads: Some(threads),
@@ -28,7 +31,13 @@ fn main() {
         let catalog = Catalog::default();
         let def = TableDef::new("t", schema.clone(), Partitioning::Single).unwrap();
         let t = catalog.create_table(def, false).unwrap();
-        let report = load_into(&t, &Source::File(path.into()), &opts, &LoadControl::default()).unwrap();
+        let report = load_into(
+            &t,
+            &Source::File(path.into()),
+            &opts,
+            &LoadControl::default(),
+        )
+        .unwrap();
         println!("{report} chunks={}", report.chunks);
         drop(Arc::clone(&t));
     }

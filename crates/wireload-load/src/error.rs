@@ -19,7 +19,11 @@ pub struct Position {
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: line {}, column {}", self.file, self.line, self.column)?;
+        write!(
+            f,
+            "{}: line {}, column {}",
+            self.file, self.line, self.column
+        )?;
         if let Some(name) = &self.column_name {
             write!(f, " ({name})")?;
         }
@@ -43,7 +47,7 @@ pub enum LoadError {
     #[error("{pos}: {message}; found {text:?}, expected {expected}")]
     Syntax {
         /// where
-        pos: Position,
+        pos: Box<Position>,
         /// what is wrong
         message: String,
         /// the offending text (truncated)
@@ -55,7 +59,7 @@ pub enum LoadError {
     #[error("{pos}: {error}: {text:?}; expected {expected}")]
     Value {
         /// where
-        pos: Position,
+        pos: Box<Position>,
         /// what is wrong
         error: wireload_types::ValueError,
         /// the offending text (truncated)
@@ -69,7 +73,7 @@ pub enum LoadError {
     )]
     QuotedNewlineInFastMode {
         /// where the quoted field with the newline starts
-        pos: Position,
+        pos: Box<Position>,
     },
     /// The dialect or options are invalid.
     #[error("invalid load options: {0}")]

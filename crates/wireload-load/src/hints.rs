@@ -65,7 +65,10 @@ impl Hints {
                     .collect()
             })
             .collect();
-        Sizing { rows: rows_p, str_bytes }
+        Sizing {
+            rows: rows_p,
+            str_bytes,
+        }
     }
 
     /// Adds what a finished task saw.

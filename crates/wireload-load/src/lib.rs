@@ -51,21 +51,29 @@ pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, L
     let data = input.bytes();
     let file = source.name();
     let start = wireload_csv::skip_bom(data);
-    let first = wireload_csv::reference::first_record(&scan, data, start).map_err(|e| LoadError::Syntax {
-        pos: Position {
-            file: file.clone(),
-            line: wireload_csv::line_of(data, e.at),
-            column: e.field,
-            column_name: None,
-            byte: e.at as u64,
-        },
-        message: format!("in the first record: {}", e.kind),
-        text: String::new(),
-        expected: e.expected(),
+    let first = wireload_csv::reference::first_record(&scan, data, start).map_err(|e| {
+        LoadError::Syntax {
+            pos: Box::new(Position {
+                file: file.clone(),
+                line: wireload_csv::line_of(data, e.at),
+                column: e.field,
+                column_name: None,
+                byte: e.at as u64,
+            }),
+            message: format!("in the first record: {}", e.kind),
+            text: String::new(),
+            expected: e.expected(),
+        }
     })?;
     let Some((fields, _)) = first else {
         return Err(LoadError::Syntax {
-            pos: Position { file, line: 1, column: 1, column_name: None, byte: start as u64 },
+            pos: Box::new(Position {
+                file,
+                line: 1,
+                column: 1,
+                column_name: None,
+                byte: start as u64,
+            }),
             message: "the input is empty, so there are no column names".into(),
             text: String::new(),
             expected: "at least one record".into(),
@@ -77,7 +85,13 @@ pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, L
             .enumerate()
             .map(|(i, f)| {
                 String::from_utf8(f).map_err(|_| LoadError::Syntax {
-                    pos: Position { file: file.clone(), line: 1, column: i + 1, column_name: None, byte: start as u64 },
+                    pos: Box::new(Position {
+                        file: file.clone(),
+                        line: 1,
+                        column: i + 1,
+                        column_name: None,
+                        byte: start as u64,
+                    }),
                     message: "header field is not valid UTF-8".into(),
                     text: String::new(),
                     expected: "UTF-8 column names".into(),

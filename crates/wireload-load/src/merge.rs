@@ -29,9 +29,20 @@ struct InsertState {
 impl InsertMerge {
     pub(crate) fn new(columns: &[ColumnDef], partitions: usize) -> Self {
         let builders = (0..partitions)
-            .map(|_| columns.iter().map(|c| ColumnBuilder::new(&c.ty, c.nullable, 0, 0)).collect())
+            .map(|_| {
+                columns
+                    .iter()
+                    .map(|c| ColumnBuilder::new(&c.ty, c.nullable, 0, 0))
+                    .collect()
+            })
             .collect();
-        InsertMerge { inner: Mutex::new(InsertState { next: 0, parked: BTreeMap::new(), builders }) }
+        InsertMerge {
+            inner: Mutex::new(InsertState {
+                next: 0,
+                parked: BTreeMap::new(),
+                builders,
+            }),
+        }
     }
 
     /// Hands over the buffers of task `index`; inserts every buffer whose turn has come.
@@ -40,7 +51,9 @@ impl InsertMerge {
         st.parked.insert(index, buffers);
         loop {
             let next = st.next;
-            let Some(bufs) = st.parked.remove(&next) else { break };
+            let Some(bufs) = st.parked.remove(&next) else {
+                break;
+            };
             for (p, buf) in bufs.into_iter().enumerate() {
                 if let Some(batch) = buf {
                     for (b, col) in st.builders[p].iter_mut().zip(batch.columns()) {
@@ -55,20 +68,30 @@ impl InsertMerge {
     /// The merged chunk of every partition.
     pub(crate) fn finish(self, schema: &SchemaRef) -> Vec<Vec<RecordBatch>> {
         let st = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
-        assert!(st.parked.is_empty(), "every task offered its buffers in turn");
+        assert!(
+            st.parked.is_empty(),
+            "every task offered its buffers in turn"
+        );
         st.builders
             .into_iter()
             .map(|mut bs| {
                 let arrays: Vec<ArrayRef> = bs.iter_mut().map(ColumnBuilder::finish).collect();
                 let batch = RecordBatch::try_new(schema.clone(), arrays).expect("schema matches");
-                if batch.num_rows() > 0 { vec![batch] } else { vec![] }
+                if batch.num_rows() > 0 {
+                    vec![batch]
+                } else {
+                    vec![]
+                }
             })
             .collect()
     }
 }
 
 /// Chunk merge: buffers of each partition in task order.
-pub(crate) fn chunk_merge(outputs: Vec<Vec<Option<RecordBatch>>>, partitions: usize) -> Vec<Vec<RecordBatch>> {
+pub(crate) fn chunk_merge(
+    outputs: Vec<Vec<Option<RecordBatch>>>,
+    partitions: usize,
+) -> Vec<Vec<RecordBatch>> {
     let mut out: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
     for buffers in outputs {
         for (p, b) in buffers.into_iter().enumerate() {

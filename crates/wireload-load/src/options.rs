@@ -24,7 +24,9 @@ impl std::str::FromStr for MergeStrategy {
             "insert" => Ok(MergeStrategy::Insert),
             "copy" => Ok(MergeStrategy::Copy),
             "chunk" => Ok(MergeStrategy::Chunk),
-            other => Err(format!("unknown merge strategy '{other}' (expected insert, copy or chunk)")),
+            other => Err(format!(
+                "unknown merge strategy '{other}' (expected insert, copy or chunk)"
+            )),
         }
     }
 }
@@ -73,7 +75,11 @@ pub struct LoadReport {
 impl LoadReport {
     /// Throughput in MB/s (10^6 bytes per second).
     pub fn mb_per_s(&self) -> f64 {
-        if self.seconds > 0.0 { self.bytes as f64 / 1e6 / self.seconds } else { 0.0 }
+        if self.seconds > 0.0 {
+            self.bytes as f64 / 1e6 / self.seconds
+        } else {
+            0.0
+        }
     }
 }
 

@@ -2,8 +2,8 @@
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    TimeUnit, TimestampMicrosecondType,
+    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, TimeUnit, TimestampMicrosecondType,
 };
 
 /// Mixes a 64-bit value into a well-spread hash.
@@ -39,7 +39,11 @@ pub(crate) fn partition_ids(key: &ArrayRef, n: usize, out: &mut Vec<u32>) {
         ($t:ty, $conv:expr) => {{
             let a = key.as_primitive::<$t>();
             for i in 0..a.len() {
-                out.push(if a.is_null(i) { 0 } else { bucket(mix($conv(a.value(i))), n) });
+                out.push(if a.is_null(i) {
+                    0
+                } else {
+                    bucket(mix($conv(a.value(i))), n)
+                });
             }
         }};
     }
@@ -48,20 +52,31 @@ pub(crate) fn partition_ids(key: &ArrayRef, n: usize, out: &mut Vec<u32>) {
         DataType::Int32 => prim!(Int32Type, |v: i32| v as i64 as u64),
         DataType::Int64 => prim!(Int64Type, |v: i64| v as u64),
         DataType::Date32 => prim!(Date32Type, |v: i32| v as i64 as u64),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => prim!(TimestampMicrosecondType, |v: i64| v as u64),
-        DataType::Decimal128(_, _) => prim!(Decimal128Type, |v: i128| (v as u64) ^ ((v >> 64) as u64).rotate_left(17)),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            prim!(TimestampMicrosecondType, |v: i64| v as u64)
+        }
+        DataType::Decimal128(_, _) => prim!(Decimal128Type, |v: i128| (v as u64)
+            ^ ((v >> 64) as u64).rotate_left(17)),
         DataType::Float32 => prim!(Float32Type, |v: f32| canonical_f64(v as f64)),
         DataType::Float64 => prim!(Float64Type, canonical_f64),
         DataType::Boolean => {
             let a = key.as_boolean();
             for i in 0..a.len() {
-                out.push(if a.is_null(i) { 0 } else { bucket(mix(a.value(i) as u64), n) });
+                out.push(if a.is_null(i) {
+                    0
+                } else {
+                    bucket(mix(a.value(i) as u64), n)
+                });
             }
         }
         DataType::Utf8 => {
             let a = key.as_string::<i32>();
             for i in 0..a.len() {
-                out.push(if a.is_null(i) { 0 } else { bucket(hash_bytes(a.value(i).as_bytes()), n) });
+                out.push(if a.is_null(i) {
+                    0
+                } else {
+                    bucket(hash_bytes(a.value(i).as_bytes()), n)
+                });
             }
         }
         other => unreachable!("no partitioning for {other}"),

@@ -41,20 +41,26 @@ pub(crate) struct LoadCtx<'a> {
 }
 
 impl LoadCtx<'_> {
-    fn position(&self, byte: usize, column: usize) -> Position {
-        Position {
+    fn position(&self, byte: usize, column: usize) -> Box<Position> {
+        Box::new(Position {
             file: self.file.clone(),
             line: line_of(self.data, byte),
             column,
-            column_name: column.checked_sub(1).and_then(|c| self.columns.get(c)).map(|c| c.name.clone()),
+            column_name: column
+                .checked_sub(1)
+                .and_then(|c| self.columns.get(c))
+                .map(|c| c.name.clone()),
             byte: byte as u64,
-        }
+        })
     }
 
     fn snippet(&self, from: usize) -> String {
         let from = from.min(self.data.len());
         let rest = &self.data[from..(from + SNIPPET).min(self.data.len())];
-        let end = rest.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(rest.len());
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .unwrap_or(rest.len());
         String::from_utf8_lossy(&rest[..end]).into_owned()
     }
 
@@ -69,19 +75,35 @@ impl LoadCtx<'_> {
             ScanErrorKind::FieldCount { .. } => self.snippet(e.record_start),
             _ => self.snippet(e.at),
         };
-        LoadError::Syntax { pos, message: e.kind.to_string(), text, expected: e.expected() }
+        LoadError::Syntax {
+            pos,
+            message: e.kind.to_string(),
+            text,
+            expected: e.expected(),
+        }
     }
 
     /// The load error for an invalid value in field `col` of record `row` of `batch`.
     #[cold]
-    pub(crate) fn value_error(&self, batch: &FieldBatch, row: usize, col: usize, error: ValueError) -> LoadError {
+    pub(crate) fn value_error(
+        &self,
+        batch: &FieldBatch,
+        row: usize,
+        col: usize,
+        error: ValueError,
+    ) -> LoadError {
         let (bytes, _) = batch.field(self.data, row, col);
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         if text.chars().count() > SNIPPET {
             text = text.chars().take(SNIPPET).collect::<String>() + "...";
         }
         let expected = error.expected();
-        LoadError::Value { pos: self.position(batch.field_offset(row, col), col + 1), error, text, expected }
+        LoadError::Value {
+            pos: self.position(batch.field_offset(row, col), col + 1),
+            error,
+            text,
+            expected,
+        }
     }
 }
 
@@ -107,7 +129,12 @@ fn l3_bytes() -> Option<usize> {
 }
 
 /// Where the data records start: after a BOM and, with a header, after the header record.
-pub(crate) fn data_start(data: &[u8], scan: &ScanConfig, header: bool, file: &str) -> Result<usize, LoadError> {
+pub(crate) fn data_start(
+    data: &[u8],
+    scan: &ScanConfig,
+    header: bool,
+    file: &str,
+) -> Result<usize, LoadError> {
     let start = skip_bom(data);
     if !header {
         return Ok(start);
@@ -115,21 +142,28 @@ pub(crate) fn data_start(data: &[u8], scan: &ScanConfig, header: bool, file: &st
     match first_record(scan, data, start) {
         Ok(Some((_, next))) => Ok(next),
         Ok(None) => Err(LoadError::Syntax {
-            pos: Position { file: file.to_string(), line: 1, column: 1, column_name: None, byte: start as u64 },
+            pos: Box::new(Position {
+                file: file.to_string(),
+                line: 1,
+                column: 1,
+                column_name: None,
+                byte: start as u64,
+            }),
             message: "the input is empty, but a header record was expected".into(),
             text: String::new(),
             expected: "a header record".into(),
         }),
         Err(e) => Err(LoadError::Syntax {
-            pos: Position {
+            pos: Box::new(Position {
                 file: file.to_string(),
                 line: line_of(data, e.at),
                 column: e.field,
                 column_name: None,
                 byte: e.at as u64,
-            },
+            }),
             message: format!("in the header: {}", e.kind),
-            text: String::from_utf8_lossy(&data[e.at..(e.at + SNIPPET).min(data.len())]).into_owned(),
+            text: String::from_utf8_lossy(&data[e.at..(e.at + SNIPPET).min(data.len())])
+                .into_owned(),
             expected: e.expected(),
         }),
     }
@@ -156,7 +190,10 @@ pub(crate) fn load(
         Partitioning::Hash { column, count } => (count, Some(column)),
     };
     let threads = rayon::current_num_threads();
-    let chunk_size = opts.chunk_size.unwrap_or_else(|| default_chunk_size(threads)).max(1);
+    let chunk_size = opts
+        .chunk_size
+        .unwrap_or_else(|| default_chunk_size(threads))
+        .max(1);
     let chunks = chunk_ranges(start, data.len(), chunk_size);
     let states = chunk_start_states(data, &chunks, &scan, opts.mode);
     let sample = &data[start..(start + (1 << 20)).min(data.len())];
@@ -170,17 +207,22 @@ pub(crate) fn load(
         partitions,
         key_column,
         hints: Hints::new(sample, def.schema.columns.len(), partitions),
-        ascii_specials: [Some(opts.dialect.delimiter), opts.dialect.quote, opts.dialect.escape]
-            .iter()
-            .flatten()
-            .all(|b| b.is_ascii()),
+        ascii_specials: [
+            Some(opts.dialect.delimiter),
+            opts.dialect.quote,
+            opts.dialect.escape,
+        ]
+        .iter()
+        .flatten()
+        .all(|b| b.is_ascii()),
         ctl,
         failed: AtomicUsize::new(usize::MAX),
     };
 
     // One writer at a time; readers keep their snapshots throughout.
     let guard = table.begin_write();
-    let insert = (opts.merge == MergeStrategy::Insert).then(|| InsertMerge::new(&def.schema.columns, partitions));
+    let insert = (opts.merge == MergeStrategy::Insert)
+        .then(|| InsertMerge::new(&def.schema.columns, partitions));
     let results: Vec<Result<task::TaskOutput, TaskFailure>> = chunks
         .par_iter()
         .zip(states.par_iter())

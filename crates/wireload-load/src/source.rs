@@ -33,7 +33,10 @@ impl Source {
         match self {
             Source::Bytes { data, .. } => Ok(Input::Shared(Arc::clone(data))),
             Source::File(path) => {
-                let io = |source| LoadError::Io { path: path.display().to_string(), source };
+                let io = |source| LoadError::Io {
+                    path: path.display().to_string(),
+                    source,
+                };
                 let file = std::fs::File::open(path).map_err(io)?;
                 let meta = file.metadata().map_err(io)?;
                 if meta.is_dir() {

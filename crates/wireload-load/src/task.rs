@@ -44,11 +44,18 @@ pub(crate) fn run(
     state: QuoteState,
 ) -> Result<TaskOutput, TaskFailure> {
     let data = ctx.data;
-    let start = if index == 0 { range.start } else { first_record_start(data, &ctx.scan, range.start, state) };
+    let start = if index == 0 {
+        range.start
+    } else {
+        first_record_start(data, &ctx.scan, range.start, state)
+    };
     let nparts = ctx.partitions;
     if start >= range.end {
         ctx.ctl.bytes_done.fetch_add(range.len() as u64, Relaxed);
-        return Ok(TaskOutput { buffers: vec![None; nparts], rows: 0 });
+        return Ok(TaskOutput {
+            buffers: vec![None; nparts],
+            rows: 0,
+        });
     }
     let ncols = ctx.columns.len();
     let sizing = ctx.hints.sizing(range.len());
@@ -57,7 +64,14 @@ pub(crate) fn run(
             ctx.columns
                 .iter()
                 .enumerate()
-                .map(|(c, col)| ColumnBuilder::new(&col.ty, col.nullable, sizing.rows[p], sizing.str_bytes[p][c]))
+                .map(|(c, col)| {
+                    ColumnBuilder::new(
+                        &col.ty,
+                        col.nullable,
+                        sizing.rows[p],
+                        sizing.str_bytes[p][c],
+                    )
+                })
                 .collect()
         })
         .collect();
@@ -75,13 +89,18 @@ pub(crate) fn run(
         let more = match scanner.next_batch(&mut batch, BATCH_ROWS) {
             Ok(more) => more,
             // records before the broken one may hold an earlier (value) error
-            Err(e) => return Err(first_value_error(ctx, &batch).unwrap_or_else(|| ctx.scan_error(e)).into()),
+            Err(e) => {
+                return Err(first_value_error(ctx, &batch)
+                    .unwrap_or_else(|| ctx.scan_error(e))
+                    .into());
+            }
         };
         let rows = batch.rows();
         let pos = scanner.position().min(data.len()).max(done_at);
         // One UTF-8 check for the whole batch: when its bytes are valid UTF-8 and the
         // special characters are ASCII, every field (cut at ASCII bytes) is valid UTF-8.
-        let valid_utf8 = ctx.ascii_specials && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
+        let valid_utf8 = ctx.ascii_specials
+            && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
         if nparts == 1 {
             for (c, b) in builders[0].iter_mut().enumerate() {
                 let fields = (0..rows).map(|r| field(&batch, data, r, c));
@@ -117,22 +136,31 @@ pub(crate) fn run(
                     } else {
                         b.append_fields(fields, &ctx.null)
                     };
-                    appended.map_err(|e| earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error))?;
+                    appended.map_err(|e| {
+                        earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error)
+                    })?;
                 }
                 part_rows[p] += rows_p.len();
             }
         }
-        ctx.ctl.bytes_done.fetch_add((pos - done_at) as u64, Relaxed);
+        ctx.ctl
+            .bytes_done
+            .fetch_add((pos - done_at) as u64, Relaxed);
         done_at = pos;
         if !more {
             break;
         }
     }
     // the bytes of the chunk before its first record belong to the previous task's widow
-    ctx.ctl.bytes_done.fetch_add((range.end.saturating_sub(done_at)).min(range.len()) as u64, Relaxed);
-    let str_bytes: Vec<usize> =
-        (0..ncols).map(|c| builders.iter().map(|bs| bs[c].value_bytes()).sum()).collect();
-    ctx.hints.record(done_at.saturating_sub(start), &part_rows, &str_bytes);
+    ctx.ctl.bytes_done.fetch_add(
+        (range.end.saturating_sub(done_at)).min(range.len()) as u64,
+        Relaxed,
+    );
+    let str_bytes: Vec<usize> = (0..ncols)
+        .map(|c| builders.iter().map(|bs| bs[c].value_bytes()).sum())
+        .collect();
+    ctx.hints
+        .record(done_at.saturating_sub(start), &part_rows, &str_bytes);
     let buffers = builders
         .into_iter()
         .zip(&part_rows)
@@ -143,7 +171,10 @@ pub(crate) fn run(
             })
         })
         .collect();
-    Ok(TaskOutput { buffers, rows: part_rows.iter().sum::<usize>() as u64 })
+    Ok(TaskOutput {
+        buffers,
+        rows: part_rows.iter().sum::<usize>() as u64,
+    })
 }
 
 /// The error of the first invalid field in input order (row by row, then column by column),
@@ -161,10 +192,10 @@ fn earliest_error(
     for (c, column) in ctx.columns.iter().enumerate() {
         let upto = if c < best.1 { best.0 + 1 } else { best.0 };
         let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
-        if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
-            if (e.index, c) < (best.0, best.1) {
-                best = (e.index, c, e.error);
-            }
+        if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, c)), &ctx.null)
+            && (e.index, c) < (best.0, best.1)
+        {
+            best = (e.index, c, e.error);
         }
     }
     ctx.value_error(batch, best.0, best.1, best.2)
@@ -177,10 +208,12 @@ fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError>
     let mut best: Option<(usize, usize, wireload_types::ValueError)> = None;
     for (c, column) in ctx.columns.iter().enumerate() {
         let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
-        if let Err(e) = b.append_fields((0..batch.rows()).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
-            if best.as_ref().is_none_or(|(r, _, _)| e.index < *r) {
-                best = Some((e.index, c, e.error));
-            }
+        if let Err(e) = b.append_fields(
+            (0..batch.rows()).map(|r| field(batch, ctx.data, r, c)),
+            &ctx.null,
+        ) && best.as_ref().is_none_or(|(r, _, _)| e.index < *r)
+        {
+            best = Some((e.index, c, e.error));
         }
     }
     best.map(|(r, c, e)| ctx.value_error(batch, r, c, e))
@@ -188,7 +221,11 @@ fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError>
 
 /// Offset of the first byte of `batch` (its first record, or `end` when it is empty).
 fn batch_start(batch: &FieldBatch, end: usize) -> usize {
-    if batch.rows() > 0 { batch.row_start(0).min(end) } else { end }
+    if batch.rows() > 0 {
+        batch.row_start(0).min(end)
+    } else {
+        end
+    }
 }
 
 /// Field `c` of row `r` as the deserializers take it.

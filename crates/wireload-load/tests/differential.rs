@@ -10,7 +10,18 @@ use wireload_storage::Partitioning;
 fn random_file(rng: &mut StdRng, d: u8, q: u8) -> (Vec<u8>, usize) {
     let ncols = rng.random_range(1..6);
     let nrows = rng.random_range(0..60);
-    let pieces: [&[u8]; 10] = [b"a", b"word", &[d], &[q], b"\n", b"\r\n", b" ", "ü".as_bytes(), "😀".as_bytes(), b"42"];
+    let pieces: [&[u8]; 10] = [
+        b"a",
+        b"word",
+        &[d],
+        &[q],
+        b"\n",
+        b"\r\n",
+        b" ",
+        "ü".as_bytes(),
+        "😀".as_bytes(),
+        b"42",
+    ];
     let crlf = rng.random_bool(0.4);
     let mut out = Vec::new();
     for _ in 0..nrows {
@@ -19,7 +30,9 @@ fn random_file(rng: &mut StdRng, d: u8, q: u8) -> (Vec<u8>, usize) {
             for _ in 0..rng.random_range(0..4) {
                 v.extend_from_slice(pieces[rng.random_range(0..pieces.len())]);
             }
-            let special = v.iter().any(|&b| b == d || b == q || b == b'\n' || b == b'\r');
+            let special = v
+                .iter()
+                .any(|&b| b == d || b == q || b == b'\n' || b == b'\r');
             if special || (ncols == 1 && v.is_empty()) || rng.random_bool(0.2) {
                 out.push(q);
                 for &b in &v {
@@ -60,10 +73,19 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
             .collect();
         for &chunk in &[1usize, 2, 5, 64, 333, 4096, 1 << 20] {
             let threads = rng.random_range(1..=4);
-            let merge = [MergeStrategy::Chunk, MergeStrategy::Copy, MergeStrategy::Insert][rng.random_range(0..3)];
+            let merge = [
+                MergeStrategy::Chunk,
+                MergeStrategy::Copy,
+                MergeStrategy::Insert,
+            ][rng.random_range(0..3)];
             let t = common::table(&common::varchar_schema(ncols), Partitioning::Single);
             let opts = LoadOptions {
-                dialect: Dialect { delimiter: d, quote: Some(q), escape: Some(q), ..Dialect::default() },
+                dialect: Dialect {
+                    delimiter: d,
+                    quote: Some(q),
+                    escape: Some(q),
+                    ..Dialect::default()
+                },
                 mode: ScanMode::Safe,
                 chunk_size: Some(chunk),
                 threads: Some(threads),
@@ -75,7 +97,10 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
                 .into_iter()
                 .map(|r| r.into_iter().map(|v| Some(v.unwrap_or_default())).collect())
                 .collect();
-            assert_eq!(got, expected, "case {case} chunk {chunk} threads {threads} {merge:?}");
+            assert_eq!(
+                got, expected,
+                "case {case} chunk {chunk} threads {threads} {merge:?}"
+            );
             cases += 1;
         }
     }
@@ -88,20 +113,47 @@ fn partitioned_load_puts_every_row_in_its_hash_partition_once() {
     for i in 0..5000 {
         data.push_str(&format!("{},{}\n", i % 997, i));
     }
-    let t = common::table("k INT, v INT", Partitioning::Hash { column: 0, count: 4 });
-    let opts = LoadOptions { chunk_size: Some(4096), threads: Some(2), ..LoadOptions::default() };
+    let t = common::table(
+        "k INT, v INT",
+        Partitioning::Hash {
+            column: 0,
+            count: 4,
+        },
+    );
+    let opts = LoadOptions {
+        chunk_size: Some(4096),
+        threads: Some(2),
+        ..LoadOptions::default()
+    };
     common::load(&t, data.as_bytes(), &opts).unwrap();
     let snap = t.snapshot();
     assert_eq!(snap.num_rows(), 5000);
     let mut seen = std::collections::HashMap::new();
     let mut values = Vec::new();
     for (p, part) in snap.partitions.iter().enumerate() {
-        assert!(part.num_rows() > 500, "partition {p} has {} rows", part.num_rows());
+        assert!(
+            part.num_rows() > 500,
+            "partition {p} has {} rows",
+            part.num_rows()
+        );
         for b in &part.chunks {
-            let k = b.column(0).as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();
-            let v = b.column(1).as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();
+            let k = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::Int32Array>()
+                .unwrap();
+            let v = b
+                .column(1)
+                .as_any()
+                .downcast_ref::<arrow::array::Int32Array>()
+                .unwrap();
             for i in 0..b.num_rows() {
-                assert_eq!(*seen.entry(k.value(i)).or_insert(p), p, "key {} in two partitions", k.value(i));
+                assert_eq!(
+                    *seen.entry(k.value(i)).or_insert(p),
+                    p,
+                    "key {} in two partitions",
+                    k.value(i)
+                );
                 values.push(v.value(i));
             }
         }

@@ -9,16 +9,24 @@ use wireload_load::{Dialect, LoadControl, LoadError, LoadOptions, ScanMode, Sour
 use wireload_storage::Partitioning;
 
 fn opts(chunk: usize) -> LoadOptions {
-    LoadOptions { chunk_size: Some(chunk), threads: Some(2), ..LoadOptions::default() }
+    LoadOptions {
+        chunk_size: Some(chunk),
+        threads: Some(2),
+        ..LoadOptions::default()
+    }
 }
 
-fn good_then_bad(chunk: usize, bad: &[u8], schema: &str) -> (String, Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+fn good_then_bad(chunk: usize, bad: &[u8], schema: &str) -> (String, common::Rows, common::Rows) {
     let t = common::table(schema, Partitioning::Single);
     common::load(&t, b"1,one\n2,two\n", &opts(chunk)).unwrap();
     let before = common::rows(&t);
     let version = t.snapshot().number;
     let err = common::load(&t, bad, &opts(chunk)).unwrap_err();
-    assert_eq!(t.snapshot().number, version, "a failed load must not publish");
+    assert_eq!(
+        t.snapshot().number,
+        version,
+        "a failed load must not publish"
+    );
     (err.to_string(), before, common::rows(&t))
 }
 
@@ -55,9 +63,14 @@ fn first_error_in_input_order_wins_whatever_the_chunking() {
     }
     for chunk in [7, 64, 1000, 5000, 1 << 20] {
         let t = common::table("a INT, b INT", Partitioning::Single);
-        let err = common::load(&t, &data, &opts(chunk)).unwrap_err().to_string();
+        let err = common::load(&t, &data, &opts(chunk))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 701"), "chunk {chunk}: {err}");
-        assert!(err.contains("invalid input syntax for type integer"), "{err}");
+        assert!(
+            err.contains("invalid input syntax for type integer"),
+            "{err}"
+        );
         assert_eq!(t.snapshot().num_rows(), 0);
     }
 }
@@ -66,25 +79,43 @@ fn first_error_in_input_order_wins_whatever_the_chunking() {
 fn value_error_before_a_structural_error_is_reported_first() {
     for chunk in [1, 5, 1 << 20] {
         let t = common::table("a INT, b VARCHAR", Partitioning::Single);
-        let err = common::load(&t, b"1,a\n2x,b\n3,\"c\n", &opts(chunk)).unwrap_err().to_string();
-        assert!(err.contains("line 2") && err.contains("\"2x\""), "chunk {chunk}: {err}");
+        let err = common::load(&t, b"1,a\n2x,b\n3,\"c\n", &opts(chunk))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("\"2x\""),
+            "chunk {chunk}: {err}"
+        );
     }
 }
 
 #[test]
 fn structural_errors_name_their_place() {
     let cases: [(&[u8], &str, &str); 5] = [
-        (b"1,a\n2,b\"c\n", "line 2", "quote character inside an unquoted field"),
+        (
+            b"1,a\n2,b\"c\n",
+            "line 2",
+            "quote character inside an unquoted field",
+        ),
         (b"1,a\n2,\"b\"c\n", "line 2", "text after the closing quote"),
         (b"1,a\n2,\"b\n3,c\n", "line 2", "never closed"),
-        (b"1,a\n2\n", "line 2", "record has 1 fields, the table has 2 columns"),
+        (
+            b"1,a\n2\n",
+            "line 2",
+            "record has 1 fields, the table has 2 columns",
+        ),
         (b"1,a\n2,b,c,d\n", "line 2", "record has 4 fields"),
     ];
     for (data, line, what) in cases {
         for chunk in [1, 3, 1 << 20] {
             let t = common::table("a INT, b VARCHAR", Partitioning::Single);
-            let err = common::load(&t, data, &opts(chunk)).unwrap_err().to_string();
-            assert!(err.contains(line) && err.contains(what), "chunk {chunk}: {err}");
+            let err = common::load(&t, data, &opts(chunk))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(line) && err.contains(what),
+                "chunk {chunk}: {err}"
+            );
             assert!(err.contains("input.csv") && err.contains("byte "), "{err}");
             assert_eq!(t.snapshot().num_rows(), 0);
         }
@@ -99,13 +130,22 @@ fn fast_mode_refuses_quoted_newlines_and_names_safe_mode() {
     }
     for chunk in [10, 100, 1 << 20] {
         let t = common::table("a INT, b VARCHAR", Partitioning::Single);
-        let o = LoadOptions { mode: ScanMode::Fast, ..opts(chunk) };
+        let o = LoadOptions {
+            mode: ScanMode::Fast,
+            ..opts(chunk)
+        };
         let err = common::load(&t, &data, &o).unwrap_err();
-        assert!(matches!(err, LoadError::QuotedNewlineInFastMode { .. }), "{err}");
+        assert!(
+            matches!(err, LoadError::QuotedNewlineInFastMode { .. }),
+            "{err}"
+        );
         let msg = err.to_string();
         assert!(msg.contains("MODE safe") && msg.contains("line 1"), "{msg}");
         // safe mode loads it
-        let o = LoadOptions { mode: ScanMode::Safe, ..opts(chunk) };
+        let o = LoadOptions {
+            mode: ScanMode::Safe,
+            ..opts(chunk)
+        };
         assert_eq!(common::load(&t, &data, &o).unwrap().rows, 300);
     }
 }
@@ -115,7 +155,12 @@ fn header_bom_null_string_trailing_delimiter_and_empty_lines() {
     let t = common::table("a INT, b VARCHAR, c DATE", Partitioning::Single);
     let data = "\u{FEFF}a|b|c|\r\n1|\\N|2024-02-29|\r\n\r\n2|\"\\N\"|\\N|\r\n3||1999-12-31|";
     let o = LoadOptions {
-        dialect: Dialect { delimiter: b'|', header: true, null: b"\\N".to_vec(), ..Dialect::default() },
+        dialect: Dialect {
+            delimiter: b'|',
+            header: true,
+            null: b"\\N".to_vec(),
+            ..Dialect::default()
+        },
         ..opts(4)
     };
     common::load(&t, data.as_bytes(), &o).unwrap();
@@ -132,7 +177,13 @@ fn header_bom_null_string_trailing_delimiter_and_empty_lines() {
 
 #[test]
 fn empty_input_with_header_is_an_error_and_header_only_is_empty() {
-    let o = LoadOptions { dialect: Dialect { header: true, ..Dialect::default() }, ..opts(1 << 20) };
+    let o = LoadOptions {
+        dialect: Dialect {
+            header: true,
+            ..Dialect::default()
+        },
+        ..opts(1 << 20)
+    };
     let t = common::table("a INT", Partitioning::Single);
     let err = common::load(&t, b"", &o).unwrap_err().to_string();
     assert!(err.contains("header"), "{err}");
@@ -144,16 +195,24 @@ fn missing_file_is_an_io_error_naming_it() {
     let t = common::table("a INT", Partitioning::Single);
     let src = Source::File("/nonexistent/wireload/x.csv".into());
     let err = load_into(&t, &src, &LoadOptions::default(), &LoadControl::default()).unwrap_err();
-    assert!(err.to_string().contains("/nonexistent/wireload/x.csv"), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/wireload/x.csv"),
+        "{err}"
+    );
 }
 
 #[test]
 fn cancelled_load_publishes_nothing() {
     let t = common::table("a INT", Partitioning::Single);
-    let data: Vec<u8> = (0..100_000).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+    let data: Vec<u8> = (0..100_000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
     let ctl = LoadControl::default();
     ctl.cancel.store(true, Ordering::Relaxed);
-    let src = Source::Bytes { name: "x".into(), data: Arc::from(data) };
+    let src = Source::Bytes {
+        name: "x".into(),
+        data: Arc::from(data),
+    };
     let err = load_into(&t, &src, &opts(1000), &ctl).unwrap_err();
     assert!(matches!(err, LoadError::Cancelled), "{err}");
     assert_eq!(t.snapshot().number, 0);
@@ -163,11 +222,21 @@ fn cancelled_load_publishes_nothing() {
 fn invalid_utf8_is_an_error_naming_the_field() {
     for chunk in [2, 1 << 20] {
         let t = common::table("a INT, b VARCHAR", Partitioning::Single);
-        let err = common::load(&t, b"1,ok\n2,caf\xc3\n3,x\n", &opts(chunk)).unwrap_err().to_string();
-        assert!(err.contains("line 2") && err.contains("column 2 (b)") && err.contains("UTF8"), "{err}");
+        let err = common::load(&t, b"1,ok\n2,caf\xc3\n3,x\n", &opts(chunk))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("column 2 (b)") && err.contains("UTF8"),
+            "{err}"
+        );
         // valid multi-byte text next to an invalid integer: the integer error is reported
-        let err = common::load(&t, "1,日本\n2x,é\n".as_bytes(), &opts(chunk)).unwrap_err().to_string();
-        assert!(err.contains("line 2") && err.contains("column 1 (a)"), "{err}");
+        let err = common::load(&t, "1,日本\n2x,é\n".as_bytes(), &opts(chunk))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("column 1 (a)"),
+            "{err}"
+        );
         assert_eq!(t.snapshot().num_rows(), 0);
     }
 }

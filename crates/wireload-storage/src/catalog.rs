@@ -15,7 +15,11 @@ pub struct Catalog {
 
 impl Catalog {
     /// Creates an empty table; with `if_not_exists` an existing table is returned instead.
-    pub fn create_table(&self, def: TableDef, if_not_exists: bool) -> Result<Arc<Table>, StorageError> {
+    pub fn create_table(
+        &self,
+        def: TableDef,
+        if_not_exists: bool,
+    ) -> Result<Arc<Table>, StorageError> {
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         if let Some(t) = tables.get(&def.name) {
             return if if_not_exists {

@@ -54,7 +54,9 @@ impl TableDef {
     ) -> Result<Self, StorageError> {
         let name = name.into();
         if schema.columns.is_empty() {
-            return Err(StorageError::InvalidDefinition(format!("table \"{name}\" has no columns")));
+            return Err(StorageError::InvalidDefinition(format!(
+                "table \"{name}\" has no columns"
+            )));
         }
         for (i, c) in schema.columns.iter().enumerate() {
             if schema.columns[..i].iter().any(|o| o.name == c.name) {
@@ -66,7 +68,9 @@ impl TableDef {
         }
         if let Partitioning::Hash { column, count } = partitioning {
             if column >= schema.columns.len() {
-                return Err(StorageError::InvalidDefinition("partitioning column out of range".into()));
+                return Err(StorageError::InvalidDefinition(
+                    "partitioning column out of range".into(),
+                ));
             }
             if count == 0 || count > 4096 {
                 return Err(StorageError::InvalidDefinition(format!(
@@ -75,7 +79,12 @@ impl TableDef {
             }
         }
         let arrow_schema = schema.arrow_schema();
-        Ok(TableDef { name, schema, partitioning, arrow_schema })
+        Ok(TableDef {
+            name,
+            schema,
+            partitioning,
+            arrow_schema,
+        })
     }
 }
 
@@ -90,7 +99,11 @@ pub struct Table {
 impl Table {
     pub(crate) fn new(def: TableDef) -> Self {
         let empty = TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
-        Table { def: Arc::new(def), current: RwLock::new(Arc::new(empty)), writer: Mutex::new(()) }
+        Table {
+            def: Arc::new(def),
+            current: RwLock::new(Arc::new(empty)),
+            writer: Mutex::new(()),
+        }
     }
 
     /// The table's name.
@@ -112,7 +125,11 @@ impl Table {
     pub fn begin_write(&self) -> WriteGuard<'_> {
         let lock = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let base = self.snapshot();
-        WriteGuard { table: self, base, _lock: lock }
+        WriteGuard {
+            table: self,
+            base,
+            _lock: lock,
+        }
     }
 }
 
@@ -133,7 +150,11 @@ impl WriteGuard<'_> {
     /// Makes `next` the table's current version in one step.
     pub fn publish(self, next: TableVersion) -> Arc<TableVersion> {
         let next = Arc::new(next);
-        *self.table.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&next);
+        *self
+            .table
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::clone(&next);
         next
     }
 }

@@ -31,7 +31,11 @@ pub struct TableVersion {
 impl TableVersion {
     /// Version 0: `partitions` empty partitions.
     pub fn empty(partitions: usize, schema: SchemaRef) -> Self {
-        TableVersion { number: 0, schema, partitions: vec![Partition::default(); partitions] }
+        TableVersion {
+            number: 0,
+            schema,
+            partitions: vec![Partition::default(); partitions],
+        }
     }
 
     /// Total rows.
@@ -46,7 +50,11 @@ impl TableVersion {
 
     /// The next version: this one's chunks followed by `added[p]` in partition `p`.
     pub fn with_appended(&self, added: Vec<Vec<RecordBatch>>) -> TableVersion {
-        assert_eq!(added.len(), self.partitions.len(), "one chunk list per partition");
+        assert_eq!(
+            added.len(),
+            self.partitions.len(),
+            "one chunk list per partition"
+        );
         let partitions = self
             .partitions
             .iter()
@@ -57,12 +65,24 @@ impl TableVersion {
                 Partition { chunks }
             })
             .collect();
-        TableVersion { number: self.number + 1, schema: self.schema.clone(), partitions }
+        TableVersion {
+            number: self.number + 1,
+            schema: self.schema.clone(),
+            partitions,
+        }
     }
 
     /// The next version with `partitions` replacing this one's (for merges that rewrite chunks).
     pub fn replaced(&self, partitions: Vec<Partition>) -> TableVersion {
-        assert_eq!(partitions.len(), self.partitions.len(), "one partition per partition");
-        TableVersion { number: self.number + 1, schema: self.schema.clone(), partitions }
+        assert_eq!(
+            partitions.len(),
+            self.partitions.len(),
+            "one partition per partition"
+        );
+        TableVersion {
+            number: self.number + 1,
+            schema: self.schema.clone(),
+            partitions,
+        }
     }
 }

@@ -19,21 +19,34 @@ pub fn table(schema: &str, partitioning: Partitioning) -> Arc<Table> {
 
 /// An all-VARCHAR schema of `n` columns.
 pub fn varchar_schema(n: usize) -> String {
-    (1..=n).map(|i| format!("c{i} VARCHAR")).collect::<Vec<_>>().join(", ")
+    (1..=n)
+        .map(|i| format!("c{i} VARCHAR"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Loads `data` (named "input.csv") into `t`.
 pub fn load(t: &Table, data: &[u8], opts: &LoadOptions) -> Result<LoadReport, LoadError> {
-    let src = Source::Bytes { name: "input.csv".into(), data: Arc::from(data.to_vec()) };
+    let src = Source::Bytes {
+        name: "input.csv".into(),
+        data: Arc::from(data.to_vec()),
+    };
     load_into(t, &src, opts, &LoadControl::default())
 }
 
+/// Rows as strings, NULL as None.
+pub type Rows = Vec<Vec<Option<String>>>;
+
 /// Every row of the table as strings (NULL = None), partition by partition, chunk by chunk.
-pub fn rows(t: &Table) -> Vec<Vec<Option<String>>> {
+pub fn rows(t: &Table) -> Rows {
     let snap = t.snapshot();
     let mut out = Vec::new();
     for batch in snap.chunks() {
-        let cols: Vec<_> = batch.columns().iter().map(|c| cast(c, &DataType::Utf8).unwrap()).collect();
+        let cols: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| cast(c, &DataType::Utf8).unwrap())
+            .collect();
         for r in 0..batch.num_rows() {
             out.push(
                 cols.iter()
