@@ -34,7 +34,8 @@ impl<'a> RefScanner<'a> {
         }
     }
 
-    pub(crate) fn pos_for_scanner(&self) -> usize {
+    /// Offset of the next record to scan.
+    pub fn position(&self) -> usize {
         self.pos
     }
 

@@ -109,14 +109,6 @@ impl<'a> Scanner<'a> {
     }
 }
 
-impl RefScanner<'_> {
-    /// Offset of the next record to scan.
-    pub fn position(&self) -> usize {
-        // the reference scanner keeps its position private; expose it read-only here
-        self.pos_for_scanner()
-    }
-}
-
 /// Block-at-a-time scanner; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct BlockScanner<'a> {
