@@ -240,3 +240,22 @@ fn invalid_utf8_is_an_error_naming_the_field() {
         assert_eq!(t.snapshot().num_rows(), 0);
     }
 }
+
+#[test]
+fn non_ascii_delimiter_checks_each_field_on_its_own() {
+    // 0xFE is never part of UTF-8: the input as a whole is not UTF-8, its fields are.
+    let t = common::table("a INT, b VARCHAR", Partitioning::Single);
+    let o = LoadOptions {
+        dialect: Dialect {
+            delimiter: 0xFE,
+            ..Dialect::default()
+        },
+        ..opts(3)
+    };
+    let mut data = b"1\xFEcaf\xC3\xA9\n2\xFEok\n".to_vec();
+    common::load(&t, &data, &o).unwrap();
+    assert_eq!(common::rows(&t)[0][1].as_deref(), Some("café"));
+    data.extend_from_slice(b"3\xFEbad\xC3\n");
+    let err = common::load(&t, &data, &o).unwrap_err().to_string();
+    assert!(err.contains("line 3") && err.contains("UTF8"), "{err}");
+}
