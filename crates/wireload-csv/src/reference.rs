@@ -4,7 +4,7 @@
 
 use crate::error::{ScanError, ScanErrorKind};
 use crate::fields::{FieldBatch, MAX_REL};
-use crate::scan::ScanConfig;
+use crate::scan::{ScanConfig, keep_record};
 
 /// Scans records one byte at a time.
 #[derive(Debug, Clone)]
@@ -167,24 +167,15 @@ impl<'a> RefScanner<'a> {
             }
             // record delimiter or end of input
             self.pos = if i < len { i + 1 } else { len };
-            if k == 1 && last_empty_unquoted {
-                return Ok(()); // empty line
+            let keep = if self.flexible {
+                !(k == 1 && last_empty_unquoted)
+            } else {
+                keep_record(k, self.ncols, last_empty_unquoted, rs)?
+            };
+            if keep {
+                self.last_count = k;
+                batch.commit_row(rs);
             }
-            self.last_count = k;
-            let ok =
-                self.flexible || k == self.ncols || (k == self.ncols + 1 && last_empty_unquoted);
-            if !ok {
-                return Err(ScanError {
-                    kind: ScanErrorKind::FieldCount {
-                        found: k,
-                        expected: self.ncols,
-                    },
-                    at: rs,
-                    record_start: rs,
-                    field: k,
-                });
-            }
-            batch.commit_row(rs);
             return Ok(());
         }
     }

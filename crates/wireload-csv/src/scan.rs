@@ -351,21 +351,37 @@ impl<'a> BlockScanner<'a> {
         let rs = self.record_start;
         self.k = 0;
         self.record_start = e + 1;
-        if k == 1 && self.last_empty_unquoted {
-            return Ok(()); // empty line
+        if keep_record(k, self.ncols, self.last_empty_unquoted, rs)? {
+            batch.commit_row(rs);
         }
-        if k != self.ncols && !(k == self.ncols + 1 && self.last_empty_unquoted) {
-            return Err(ScanError {
-                kind: ScanErrorKind::FieldCount {
-                    found: k,
-                    expected: self.ncols,
-                },
-                at: rs,
-                record_start: rs,
-                field: k,
-            });
-        }
-        batch.commit_row(rs);
         Ok(())
     }
+}
+
+/// The end-of-record rule both scanners share: a record of `k` fields starting at `rs`
+/// whose last field was empty and unquoted (`last_empty_unquoted`) is an empty line to
+/// skip (`Ok(false)`), a record to keep (`Ok(true)`: `ncols` fields, or `ncols + 1` with an
+/// empty last field from a trailing delimiter), or a field-count error.
+#[inline(always)]
+pub(crate) fn keep_record(
+    k: usize,
+    ncols: usize,
+    last_empty_unquoted: bool,
+    rs: usize,
+) -> Result<bool, ScanError> {
+    if k == 1 && last_empty_unquoted {
+        return Ok(false);
+    }
+    if k == ncols || (k == ncols + 1 && last_empty_unquoted) {
+        return Ok(true);
+    }
+    Err(ScanError {
+        kind: ScanErrorKind::FieldCount {
+            found: k,
+            expected: ncols,
+        },
+        at: rs,
+        record_start: rs,
+        field: k,
+    })
 }

@@ -228,14 +228,15 @@ pub(crate) fn load(
         .zip(states.par_iter())
         .enumerate()
         .map(|(i, (range, &state))| {
-            let r = task::run(&ctx, i, range.clone(), state);
-            match &r {
+            let mut r = task::run(&ctx, i, range.clone(), state);
+            match &mut r {
                 Err(_) => {
                     ctx.failed.fetch_min(i, Relaxed);
                 }
+                // the insert merge takes the buffers now, so they are freed once inserted
                 Ok(out) => {
                     if let Some(ins) = &insert {
-                        ins.offer(i, out.buffers.clone());
+                        ins.offer(i, std::mem::take(&mut out.buffers));
                     }
                 }
             }

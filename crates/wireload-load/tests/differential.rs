@@ -57,7 +57,6 @@ fn random_file(rng: &mut StdRng, d: u8, q: u8) -> (Vec<u8>, usize) {
 #[test]
 fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
     let mut rng = StdRng::seed_from_u64(11);
-    let mut cases = 0;
     for case in 0..120 {
         let d = [b',', b'|', b'\t', b';'][rng.random_range(0..4)];
         let q = [b'"', b'\''][rng.random_range(0..2)];
@@ -101,10 +100,8 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
                 got, expected,
                 "case {case} chunk {chunk} threads {threads} {merge:?}"
             );
-            cases += 1;
         }
     }
-    assert_eq!(cases, 120 * 7);
 }
 
 #[test]
