@@ -75,6 +75,28 @@ pub enum LoadError {
         /// where the quoted field with the newline starts
         pos: Box<Position>,
     },
+    /// A binary source (Arrow IPC, Parquet) does not match the table's columns.
+    #[error("{file}: {message}")]
+    Mismatch {
+        /// the source's name
+        file: String,
+        /// what does not match
+        message: String,
+    },
+    /// A value of a binary source does not fit its table column.
+    #[error("{file}: row {row}, column {column} ({column_name}): {message}")]
+    ArrowValue {
+        /// the source's name
+        file: String,
+        /// 1-based row number in the source
+        row: u64,
+        /// 1-based column number
+        column: usize,
+        /// the table column's name
+        column_name: String,
+        /// what is wrong
+        message: String,
+    },
     /// The dialect or options are invalid.
     #[error("invalid load options: {0}")]
     Options(String),

@@ -5,6 +5,7 @@
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
 #![deny(missing_docs)]
 
+mod append;
 mod error;
 mod hints;
 mod merge;
@@ -14,6 +15,7 @@ mod pipeline;
 mod source;
 mod task;
 
+pub use append::append_batches;
 pub use error::{LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use pipeline::default_chunk_size;

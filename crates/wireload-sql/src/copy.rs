@@ -1,17 +1,31 @@
-//! `COPY table [(columns)] FROM 'path' [WITH] (options)`: parsing into load options.
+//! `COPY table [(columns)] FROM 'path' [WITH] (options)` and
+//! `COPY {table [(columns)] | (query)} TO 'path' [WITH] (options)`: parsing into load and
+//! unload options.
 //!
 //! Both PostgreSQL forms are accepted: the option list `WITH (FORMAT csv, DELIMITER '|')`
-//! and the older keyword form `DELIMITER '|' CSV HEADER`.
+//! and the older keyword form `DELIMITER '|' CSV HEADER`. Formats: `csv` (default), `arrow`
+//! (Arrow IPC file) and `parquet`.
 
 use datafusion::sql::sqlparser::tokenizer::Token;
 use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode};
+use wireload_unload::ipc::IpcCompression;
+use wireload_unload::parquet::ParquetCompression;
 
 use crate::SqlError;
-use crate::tokens::{Cursor, is_keyword};
+use crate::tokens::{Cursor, StatementText, is_keyword};
 
-/// A parsed `COPY ... FROM` statement.
+/// A parsed COPY statement.
 #[derive(Debug, Clone)]
-pub struct CopyStatement {
+pub enum CopyStatement {
+    /// `COPY t FROM 'path'`: a load.
+    From(CopyFrom),
+    /// `COPY t TO 'path'` or `COPY (query) TO 'path'`: an unload.
+    To(CopyTo),
+}
+
+/// A parsed `COPY ... FROM`.
+#[derive(Debug, Clone)]
+pub struct CopyFrom {
     /// Target table (normalized name).
     pub table: String,
     /// The column list, when given (normalized names).
@@ -19,17 +33,99 @@ pub struct CopyStatement {
     /// The file to read.
     pub path: String,
     /// How to read it.
-    pub options: LoadOptions,
+    pub format: InputFormat,
 }
 
-/// Parses a COPY statement's tokens (the first token is `COPY`).
-pub fn parse_copy(
-    tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan],
-) -> Result<CopyStatement, SqlError> {
+/// The format of a file to load.
+#[derive(Debug, Clone)]
+pub enum InputFormat {
+    /// CSV with these options.
+    Csv(LoadOptions),
+    /// An Arrow IPC file.
+    Arrow {
+        /// worker threads (None: the database's)
+        threads: Option<usize>,
+    },
+    /// A Parquet file.
+    Parquet {
+        /// worker threads (None: the database's)
+        threads: Option<usize>,
+    },
+}
+
+/// A parsed `COPY ... TO`.
+#[derive(Debug, Clone)]
+pub struct CopyTo {
+    /// What to unload.
+    pub source: CopySource,
+    /// The file to write.
+    pub path: String,
+    /// How to write it.
+    pub format: OutputFormat,
+    /// Worker threads (None: the database's).
+    pub threads: Option<usize>,
+}
+
+/// The rows a `COPY ... TO` writes.
+#[derive(Debug, Clone)]
+pub enum CopySource {
+    /// A table, optionally only some columns.
+    Table {
+        /// table name (normalized)
+        table: String,
+        /// column list (normalized names), when given
+        columns: Option<Vec<String>>,
+    },
+    /// The result of a query (its SQL text).
+    Query(String),
+}
+
+/// The format of an unloaded file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputFormat {
+    /// CSV in this dialect.
+    Csv(Dialect),
+    /// Arrow IPC file with this buffer compression.
+    Arrow(IpcCompression),
+    /// Parquet with this compression.
+    Parquet(ParquetCompression),
+}
+
+impl OutputFormat {
+    /// The format's name as written in `FORMAT`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OutputFormat::Csv(_) => "csv",
+            OutputFormat::Arrow(_) => "arrow",
+            OutputFormat::Parquet(_) => "parquet",
+        }
+    }
+}
+
+/// Parses a COPY statement (its first token is `COPY`).
+pub fn parse_copy(stmt: &StatementText<'_>) -> Result<CopyStatement, SqlError> {
+    let tokens = &stmt.tokens;
     let mut c = Cursor::new(tokens);
     c.expect_keyword("copy")?;
-    if c.peek() == Some(&Token::LParen) {
-        return Err(unsupported("COPY (query) TO is not supported yet"));
+    if c.eat(&Token::LParen) {
+        let open = c.position();
+        let mut depth = 1usize;
+        while depth > 0 {
+            match c.next_token() {
+                Some(Token::LParen) => depth += 1,
+                Some(Token::RParen) => depth -= 1,
+                Some(_) => {}
+                None => return Err(c.unexpected("a closing parenthesis after the COPY query")),
+            }
+        }
+        let query = stmt.text_between(open, c.position() - 1).to_string();
+        if query.is_empty() {
+            return Err(SqlError::Parse("COPY () needs a query".into()));
+        }
+        if !c.eat_keyword("to") {
+            return Err(c.unexpected("TO after COPY (query)"));
+        }
+        return parse_to(&mut c, CopySource::Query(query));
     }
     let mut table = c.expect_identifier("a table name")?;
     if c.eat(&Token::Period) {
@@ -49,9 +145,7 @@ pub fn parse_copy(
         None
     };
     if c.eat_keyword("to") {
-        return Err(unsupported(
-            "COPY ... TO is not supported yet; only COPY ... FROM",
-        ));
+        return parse_to(&mut c, CopySource::Table { table, columns });
     }
     c.expect_keyword("from")?;
     let path = match c.next_token() {
@@ -66,22 +160,52 @@ pub fn parse_copy(
         }
         _ => return Err(c.unexpected_previous("a quoted file path")),
     };
+    let opts = parse_options(&mut c)?;
+    Ok(CopyStatement::From(CopyFrom {
+        table,
+        columns,
+        path,
+        format: opts.into_input_format()?,
+    }))
+}
+
+/// The rest of `COPY source TO 'path' [WITH] (options)` after `TO`.
+fn parse_to(c: &mut Cursor<'_>, source: CopySource) -> Result<CopyStatement, SqlError> {
+    let path = match c.next_token() {
+        Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => s.clone(),
+        Some(t) if is_keyword(t, "stdout") => {
+            return Err(unsupported(
+                "COPY ... TO STDOUT is not supported; name a file (or run the query in the shell)",
+            ));
+        }
+        Some(t) if is_keyword(t, "program") => {
+            return Err(unsupported("COPY ... TO PROGRAM is not supported"));
+        }
+        _ => return Err(c.unexpected_previous("a quoted file path")),
+    };
+    let opts = parse_options(c)?;
+    let threads = opts.threads()?;
+    Ok(CopyStatement::To(CopyTo {
+        source,
+        path,
+        format: opts.into_output_format()?,
+        threads,
+    }))
+}
+
+/// `[WITH] (options)` or the legacy keyword options, up to the end of the statement.
+fn parse_options(c: &mut Cursor<'_>) -> Result<OptionSet, SqlError> {
     let mut opts = OptionSet::default();
     c.eat_keyword("with");
     if c.eat(&Token::LParen) {
-        parse_option_list(&mut c, &mut opts)?;
+        parse_option_list(c, &mut opts)?;
     } else {
-        parse_legacy_options(&mut c, &mut opts)?;
+        parse_legacy_options(c, &mut opts)?;
     }
     if !c.at_end() {
         return Err(c.unexpected("the end of the COPY statement"));
     }
-    Ok(CopyStatement {
-        table,
-        columns,
-        path,
-        options: opts.into_load_options()?,
-    })
+    Ok(opts)
 }
 
 fn unsupported(msg: &str) -> SqlError {
@@ -109,10 +233,31 @@ struct OptionSet {
     chunk_size: Option<OptionValue>,
     threads: Option<OptionValue>,
     encoding: Option<OptionValue>,
+    compression: Option<OptionValue>,
 }
 
-const KNOWN_OPTIONS: &str =
-    "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, CHUNK_SIZE, THREADS, ENCODING";
+const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
+     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION";
+
+/// Options that only CSV reads or writes.
+const CSV_OPTIONS: [&str; 8] = [
+    "delimiter",
+    "header",
+    "null",
+    "quote",
+    "escape",
+    "mode",
+    "chunk_size",
+    "encoding",
+];
+
+/// The file formats COPY knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Csv,
+    Arrow,
+    Parquet,
+}
 
 impl OptionSet {
     /// Records option `name` (lowercase) with `value` (None: given without a value).
@@ -135,11 +280,8 @@ impl OptionSet {
             "chunk_size" => &mut self.chunk_size,
             "threads" => &mut self.threads,
             "encoding" => &mut self.encoding,
-            "binary" => {
-                return Err(unsupported(
-                    "COPY format binary is not supported (only csv)",
-                ));
-            }
+            "compression" => &mut self.compression,
+            "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(unsupported(&format!(
                     "unknown COPY option {} (known options: {KNOWN_OPTIONS})",
@@ -164,15 +306,58 @@ impl OptionSet {
         Ok(())
     }
 
-    fn into_load_options(self) -> Result<LoadOptions, SqlError> {
-        if let Some(f) = &self.format
-            && !f.text.eq_ignore_ascii_case("csv")
+    fn format(&self) -> Result<Format, SqlError> {
+        let Some(f) = &self.format else {
+            return Ok(Format::Csv);
+        };
+        match f.text.to_ascii_lowercase().as_str() {
+            "csv" | "text" => Ok(Format::Csv),
+            "arrow" | "ipc" | "feather" => Ok(Format::Arrow),
+            "parquet" => Ok(Format::Parquet),
+            "binary" => Err(binary_unsupported()),
+            other => Err(unsupported(&format!(
+                "COPY format {other} is not supported (csv, arrow or parquet)"
+            ))),
+        }
+    }
+
+    /// Options that do not apply to `format` are errors, not silently ignored.
+    fn check_applicable(&self, format: Format, allowed: &[&str]) -> Result<(), SqlError> {
+        if format == Format::Csv {
+            return Ok(());
+        }
+        if let Some(bad) = self
+            .seen
+            .iter()
+            .find(|n| CSV_OPTIONS.contains(&n.as_str()) && !allowed.contains(&n.as_str()))
         {
             return Err(unsupported(&format!(
-                "COPY format {} is not supported (only csv)",
-                f.text
+                "COPY option {} applies to FORMAT csv only",
+                bad.to_uppercase()
             )));
         }
+        Ok(())
+    }
+
+    fn threads(&self) -> Result<Option<usize>, SqlError> {
+        self.threads
+            .as_ref()
+            .map(|t| {
+                t.text
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| n > 0)
+                    .ok_or_else(|| {
+                        unsupported(&format!(
+                            "COPY THREADS must be a positive integer, got {}",
+                            t.text
+                        ))
+                    })
+            })
+            .transpose()
+    }
+
+    fn dialect(&self) -> Result<Dialect, SqlError> {
         if let Some(e) = &self.encoding {
             let enc = e.text.to_ascii_lowercase().replace(['-', '_'], "");
             if enc != "utf8" {
@@ -211,8 +396,35 @@ impl OptionSet {
         dialect
             .validate()
             .map_err(|e| unsupported(&format!("invalid COPY options: {e}")))?;
+        Ok(dialect)
+    }
+
+    fn into_input_format(self) -> Result<InputFormat, SqlError> {
+        let format = self.format()?;
+        if let Some(c) = &self.compression {
+            return Err(unsupported(&format!(
+                "COPY ... FROM takes no COMPRESSION (got {}): it is read from the file",
+                c.text
+            )));
+        }
+        self.check_applicable(format, &[])?;
+        match format {
+            Format::Arrow | Format::Parquet => {
+                if self.merge.is_some() {
+                    return Err(unsupported("COPY option MERGE applies to FORMAT csv only"));
+                }
+                let threads = self.threads()?;
+                return Ok(if format == Format::Arrow {
+                    InputFormat::Arrow { threads }
+                } else {
+                    InputFormat::Parquet { threads }
+                });
+            }
+            Format::Csv => {}
+        }
         let mut opts = LoadOptions {
-            dialect,
+            dialect: self.dialect()?,
+            threads: self.threads()?,
             ..LoadOptions::default()
         };
         if let Some(m) = &self.mode {
@@ -230,17 +442,67 @@ impl OptionSet {
         if let Some(s) = &self.chunk_size {
             opts.chunk_size = Some(parse_size(&s.text)?);
         }
-        if let Some(t) = &self.threads {
-            let n: usize = t.text.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                unsupported(&format!(
-                    "COPY THREADS must be a positive integer, got {}",
-                    t.text
-                ))
-            })?;
-            opts.threads = Some(n);
-        }
-        Ok(opts)
+        Ok(InputFormat::Csv(opts))
     }
+
+    fn into_output_format(self) -> Result<OutputFormat, SqlError> {
+        let format = self.format()?;
+        for (given, name) in [
+            (&self.mode, "MODE"),
+            (&self.merge, "MERGE"),
+            (&self.chunk_size, "CHUNK_SIZE"),
+        ] {
+            if given.is_some() {
+                return Err(unsupported(&format!(
+                    "COPY option {name} applies to COPY ... FROM only"
+                )));
+            }
+        }
+        self.check_applicable(format, &[])?;
+        let compression = self
+            .compression
+            .as_ref()
+            .map(|c| c.text.to_ascii_lowercase());
+        let bad_compression = |c: &str, known: &str| {
+            unsupported(&format!(
+                "COPY COMPRESSION {c} is not supported for FORMAT {} ({known})",
+                match format {
+                    Format::Csv => "csv",
+                    Format::Arrow => "arrow",
+                    Format::Parquet => "parquet",
+                }
+            ))
+        };
+        Ok(match format {
+            Format::Csv => {
+                if let Some(c) = compression {
+                    return Err(bad_compression(&c, "CSV is written uncompressed"));
+                }
+                OutputFormat::Csv(self.dialect()?)
+            }
+            Format::Arrow => OutputFormat::Arrow(match compression.as_deref() {
+                None | Some("lz4") | Some("lz4_frame") => IpcCompression::Lz4Frame,
+                Some("zstd") => IpcCompression::Zstd,
+                Some("none") | Some("uncompressed") => IpcCompression::None,
+                Some(c) => return Err(bad_compression(c, "lz4, zstd or none")),
+            }),
+            Format::Parquet => OutputFormat::Parquet(match compression.as_deref() {
+                None => ParquetCompression::default(),
+                Some("snappy") => ParquetCompression::Snappy,
+                Some("zstd") => ParquetCompression::Zstd,
+                Some("lz4") | Some("lz4_raw") => ParquetCompression::Lz4Raw,
+                Some("none") | Some("uncompressed") => ParquetCompression::None,
+                Some(c) => return Err(bad_compression(c, "snappy, zstd, lz4 or none")),
+            }),
+        })
+    }
+}
+
+fn binary_unsupported() -> SqlError {
+    unsupported(
+        "COPY format binary (PostgreSQL's binary COPY) is not supported; \
+         use FORMAT csv, arrow or parquet",
+    )
 }
 
 /// A one-byte option value; `''` gives None. `'\t'` (backslash, t) is accepted for a tab.
@@ -377,13 +639,46 @@ mod tests {
     use super::*;
     use crate::tokens::split_statements;
 
-    fn parse(sql: &str) -> Result<CopyStatement, SqlError> {
+    /// A `COPY ... FROM` of CSV, flattened for the assertions.
+    #[derive(Debug)]
+    struct CsvFrom {
+        table: String,
+        columns: Option<Vec<String>>,
+        path: String,
+        options: LoadOptions,
+    }
+
+    fn parse_any(sql: &str) -> Result<CopyStatement, SqlError> {
         let stmts = split_statements(sql).unwrap();
-        parse_copy(&stmts[0].tokens)
+        parse_copy(&stmts[0])
+    }
+
+    fn parse(sql: &str) -> Result<CsvFrom, SqlError> {
+        match parse_any(sql)? {
+            CopyStatement::From(CopyFrom {
+                table,
+                columns,
+                path,
+                format: InputFormat::Csv(options),
+            }) => Ok(CsvFrom {
+                table,
+                columns,
+                path,
+                options,
+            }),
+            other => panic!("not a CSV COPY FROM: {other:?}"),
+        }
+    }
+
+    fn parse_to(sql: &str) -> CopyTo {
+        match parse_any(sql).unwrap() {
+            CopyStatement::To(to) => to,
+            other => panic!("not a COPY TO: {other:?}"),
+        }
     }
 
     fn err(sql: &str) -> String {
-        parse(sql).unwrap_err().to_string()
+        parse_any(sql).unwrap_err().to_string()
     }
 
     #[test]
@@ -516,9 +811,9 @@ mod tests {
 
     #[test]
     fn option_errors_are_clear() {
-        assert!(err("COPY t FROM 'f' WITH (FORMAT parquet)").contains("only csv"));
-        assert!(err("COPY t FROM 'f' WITH (FORMAT binary)").contains("only csv"));
-        assert!(err("COPY t FROM 'f' BINARY").contains("only csv"));
+        assert!(err("COPY t FROM 'f' WITH (FORMAT orc)").contains("csv, arrow or parquet"));
+        assert!(err("COPY t FROM 'f' WITH (FORMAT binary)").contains("arrow or parquet"));
+        assert!(err("COPY t FROM 'f' BINARY").contains("arrow or parquet"));
         assert!(err("COPY t FROM 'f' WITH (DELIMITER ',,')").contains("single one-byte"));
         assert!(err("COPY t FROM 'f' WITH (DELIMITER 'é')").contains("single one-byte"));
         assert!(err("COPY t FROM 'f' WITH (DELIMITER '')").contains("empty"));
@@ -538,13 +833,90 @@ mod tests {
     #[test]
     fn statement_errors_are_clear() {
         assert!(err("COPY t FROM STDIN").contains("STDIN"));
-        assert!(err("COPY t TO 'f'").contains("COPY ... TO"));
-        assert!(err("COPY (SELECT 1) TO 'f'").contains("not supported"));
+        assert!(err("COPY t TO STDOUT").contains("STDOUT"));
+        assert!(err("COPY (SELECT 1) FROM 'f'").contains("TO after COPY (query)"));
+        assert!(err("COPY (SELECT (1) TO 'f'").contains("closing parenthesis"));
         assert!(err("COPY t FROM f").contains("quoted file path"));
         assert!(err("COPY t FROM 'f' WITH (HEADER) extra").contains("end of the COPY statement"));
         assert!(err("COPY t (a, 'b') FROM 'f'").contains("column name"));
         assert!(parse("COPY FROM 'f'").is_err());
         assert!(err("COPY other.t FROM 'f'").contains("schema"));
         assert_eq!(parse("COPY public.t FROM 'f'").unwrap().table, "t");
+    }
+
+    #[test]
+    fn copy_to_table_and_query() {
+        let to = parse_to("COPY public.t (a, b) TO '/x/t.csv' WITH (HEADER, DELIMITER '|')");
+        match &to.source {
+            CopySource::Table { table, columns } => {
+                assert_eq!(table, "t");
+                assert_eq!(
+                    columns.as_deref(),
+                    Some(&["a".to_string(), "b".to_string()][..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(to.path, "/x/t.csv");
+        let OutputFormat::Csv(d) = &to.format else {
+            panic!("{:?}", to.format)
+        };
+        assert!(d.header);
+        assert_eq!(d.delimiter, b'|');
+        let to = parse_to(
+            "copy (select a, (b + 1) as c from t where s = ')' order by a) to 'q.arrow' (format arrow, threads 2)",
+        );
+        match &to.source {
+            CopySource::Query(q) => {
+                assert_eq!(q, "select a, (b + 1) as c from t where s = ')' order by a")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(to.format, OutputFormat::Arrow(IpcCompression::Lz4Frame));
+        assert_eq!(to.threads, Some(2));
+    }
+
+    #[test]
+    fn binary_formats_and_compression() {
+        let format = |sql: &str| parse_to(sql).format;
+        assert_eq!(
+            format("COPY t TO 'f' (FORMAT arrow, COMPRESSION zstd)"),
+            OutputFormat::Arrow(IpcCompression::Zstd)
+        );
+        assert_eq!(
+            format("COPY t TO 'f' (FORMAT arrow, COMPRESSION 'none')"),
+            OutputFormat::Arrow(IpcCompression::None)
+        );
+        assert_eq!(
+            format("COPY t TO 'f' (FORMAT parquet, COMPRESSION snappy)"),
+            OutputFormat::Parquet(ParquetCompression::Snappy)
+        );
+        assert_eq!(
+            format("COPY t TO 'f' (FORMAT parquet)"),
+            OutputFormat::Parquet(ParquetCompression::default())
+        );
+        assert!(matches!(
+            parse_any("COPY t FROM 'f.arrow' WITH (FORMAT arrow)").unwrap(),
+            CopyStatement::From(CopyFrom {
+                format: InputFormat::Arrow { threads: None },
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_any("COPY t FROM 'f.parquet' (FORMAT 'parquet', THREADS 4)").unwrap(),
+            CopyStatement::From(CopyFrom {
+                format: InputFormat::Parquet { threads: Some(4) },
+                ..
+            })
+        ));
+        assert!(
+            err("COPY t TO 'f' (FORMAT arrow, COMPRESSION gzip)").contains("lz4, zstd or none")
+        );
+        assert!(err("COPY t TO 'f' (COMPRESSION lz4)").contains("uncompressed"));
+        assert!(err("COPY t TO 'f' (FORMAT arrow, DELIMITER '|')").contains("FORMAT csv only"));
+        assert!(err("COPY t FROM 'f' (FORMAT parquet, HEADER)").contains("FORMAT csv only"));
+        assert!(err("COPY t FROM 'f' (FORMAT arrow, MERGE copy)").contains("FORMAT csv only"));
+        assert!(err("COPY t FROM 'f' (COMPRESSION lz4)").contains("read from the file"));
+        assert!(err("COPY t TO 'f' (MODE fast)").contains("COPY ... FROM only"));
     }
 }

@@ -8,12 +8,15 @@
 
 mod copy;
 mod ddl;
+mod export;
 mod provider;
 mod scan;
 mod tokens;
+mod unload;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -26,8 +29,9 @@ use wireload_storage::{Catalog, StorageError, Table};
 pub use provider::{CatalogSchema, SnapshotTable};
 pub use scan::SnapshotScanExec;
 
-use crate::copy::CopyStatement;
+use crate::copy::{CopyFrom, CopySource, CopyStatement, CopyTo, InputFormat};
 use crate::tokens::{StatementText, is_keyword};
+use crate::unload::BinaryFormat;
 
 /// The catalog DataFusion sees wireload's tables in.
 pub const DEFAULT_CATALOG: &str = "wireload";
@@ -55,6 +59,12 @@ pub enum SqlError {
     /// Errors from DataFusion while planning or running a query.
     #[error(transparent)]
     DataFusion(#[from] datafusion::error::DataFusionError),
+    /// Writing or reading an unloaded file failed; nothing was left half-written.
+    #[error(transparent)]
+    Unload(#[from] wireload_unload::UnloadError),
+    /// An export directory could not be written or imported; the database is unchanged.
+    #[error("{0}")]
+    Export(String),
     /// Anything else the user asked for that cannot be done.
     #[error("{0}")]
     Unsupported(String),
@@ -72,8 +82,56 @@ pub enum StatementOutput {
     },
     /// A completed COPY ... FROM.
     Loaded(LoadReport),
+    /// A completed COPY ... TO.
+    Unloaded(UnloadSummary),
     /// A statement without rows (CREATE, DROP...), with a short message such as `CREATE TABLE`.
     Done(String),
+}
+
+/// What a finished `COPY ... TO` wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnloadSummary {
+    /// The table unloaded, or `query`.
+    pub source: String,
+    /// The file written.
+    pub path: String,
+    /// `csv`, `arrow` or `parquet`.
+    pub format: &'static str,
+    /// Rows written.
+    pub rows: u64,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Wall-clock seconds, the query's included.
+    pub seconds: f64,
+}
+
+impl UnloadSummary {
+    /// Throughput in MB/s of file bytes.
+    pub fn mb_per_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / 1e6 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+impl std::fmt::Display for UnloadSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let digits = if self.seconds < 1.0 { 6 } else { 3 };
+        write!(
+            f,
+            "unloaded {} rows from {} to {} ({}), {:.1} MB in {:.*} s ({:.0} MB/s)",
+            self.rows,
+            self.source,
+            self.path,
+            self.format,
+            self.bytes as f64 / 1e6,
+            digits,
+            self.seconds,
+            self.mb_per_s()
+        )
+    }
 }
 
 /// Database settings.
@@ -176,24 +234,39 @@ impl Database {
     ) -> Result<LoadReport, SqlError> {
         let target = self.table(table)?;
         let name = target.name().to_string();
-        let pool = Arc::clone(&self.pool);
         let ctl = ctl.clone();
-        let work =
-            move || pool.install(|| wireload_load::load_into(&target, &source, &options, &ctl));
-        let result = match tokio::runtime::Handle::try_current() {
+        self.run_blocking(None, move || {
+            wireload_load::load_into(&target, &source, &options, &ctl)
+                .map_err(|error| SqlError::Load { table: name, error })
+        })
+        .await
+    }
+
+    /// Runs `work` on the load thread pool (or a pool of `threads`), off the async runtime.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        threads: Option<usize>,
+        work: impl FnOnce() -> Result<T, SqlError> + Send + 'static,
+    ) -> Result<T, SqlError> {
+        let pool = match threads {
+            Some(n) if n != self.threads => Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .map_err(|e| SqlError::Unsupported(format!("cannot start {n} threads: {e}")))?,
+            ),
+            _ => Arc::clone(&self.pool),
+        };
+        let work = move || pool.install(work);
+        match tokio::runtime::Handle::try_current() {
             Ok(_) => match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => {
-                    return Err(SqlError::Unsupported(format!(
-                        "the load of \"{name}\" was aborted: {e}"
-                    )));
-                }
+                Err(e) => Err(SqlError::Unsupported(format!("the work was aborted: {e}"))),
             },
             // not on a tokio runtime: nothing to keep unblocked
             Err(_) => work(),
-        };
-        result.map_err(|error| SqlError::Load { table: name, error })
+        }
     }
 
     fn table(&self, name: &str) -> Result<Arc<Table>, SqlError> {
@@ -213,8 +286,18 @@ impl Database {
     ) -> Result<StatementOutput, SqlError> {
         let first = &stmt.tokens[0].token;
         if is_keyword(first, "copy") {
-            let copy = copy::parse_copy(&stmt.tokens)?;
-            return self.copy(copy, ctl).await.map(StatementOutput::Loaded);
+            return match copy::parse_copy(stmt)? {
+                CopyStatement::From(from) => {
+                    self.copy_from(from, ctl).await.map(StatementOutput::Loaded)
+                }
+                CopyStatement::To(to) => self.copy_to(to, ctl).await.map(StatementOutput::Unloaded),
+            };
+        }
+        if let Some(export) = export::parse(stmt)? {
+            return self
+                .export_or_import(export, ctl)
+                .await
+                .map(StatementOutput::Done);
         }
         if ddl::is_create_table(&stmt.tokens) {
             let create = ddl::parse_create_table(stmt)?;
@@ -252,7 +335,7 @@ impl Database {
         self.run_datafusion(stmt).await
     }
 
-    async fn copy(&self, copy: CopyStatement, ctl: &LoadControl) -> Result<LoadReport, SqlError> {
+    async fn copy_from(&self, copy: CopyFrom, ctl: &LoadControl) -> Result<LoadReport, SqlError> {
         let table = self.table(&copy.table)?;
         if let Some(cols) = &copy.columns {
             let names: Vec<&str> = table
@@ -272,8 +355,69 @@ impl Database {
                 )));
             }
         }
-        let source = Source::File(PathBuf::from(&copy.path));
-        self.load(&copy.table, source, copy.options, ctl).await
+        let (format, threads) = match copy.format {
+            InputFormat::Csv(options) => {
+                let source = Source::File(PathBuf::from(&copy.path));
+                return self.load(&copy.table, source, options, ctl).await;
+            }
+            InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
+            InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),
+        };
+        let ctl = ctl.clone();
+        self.run_blocking(threads, move || {
+            unload::load_binary(&table, Path::new(&copy.path), format, &ctl)
+        })
+        .await
+    }
+
+    async fn copy_to(&self, copy: CopyTo, ctl: &LoadControl) -> Result<UnloadSummary, SqlError> {
+        let started = Instant::now();
+        let (name, rows) = match &copy.source {
+            CopySource::Table { table, columns } => {
+                let t = self.table(table)?;
+                (
+                    t.name().to_string(),
+                    unload::table_rows(&t, columns.as_deref())?,
+                )
+            }
+            CopySource::Query(sql) => {
+                let df = self.ctx.sql(sql).await?;
+                let schema = Arc::new(df.schema().as_arrow().clone());
+                let batches = df.collect().await?;
+                ("query".to_string(), unload::Rows { schema, batches })
+            }
+        };
+        let cancel = Arc::clone(&ctl.cancel);
+        self.run_blocking(copy.threads, move || {
+            let report = unload::write(&rows, Path::new(&copy.path), &copy.format, &cancel)?;
+            Ok(unload::summary(
+                name,
+                &copy.path,
+                &copy.format,
+                &report,
+                started,
+            ))
+        })
+        .await
+    }
+
+    async fn export_or_import(
+        &self,
+        statement: export::Statement,
+        ctl: &LoadControl,
+    ) -> Result<String, SqlError> {
+        let catalog = Arc::clone(&self.catalog);
+        let ctl = ctl.clone();
+        let taken: Vec<String> = self.schema.other_names();
+        self.run_blocking(None, move || match statement {
+            export::Statement::Export { dir, compression } => {
+                export::export_database(&catalog, Path::new(&dir), compression, &ctl)
+            }
+            export::Statement::Import { dir } => {
+                export::import_database(&catalog, Path::new(&dir), &taken, &ctl)
+            }
+        })
+        .await
     }
 
     async fn run_datafusion(&self, stmt: &StatementText<'_>) -> Result<StatementOutput, SqlError> {

@@ -107,6 +107,16 @@ impl CatalogSchema {
             .unwrap_or_else(|e| e.into_inner())
             .contains_key(name)
     }
+
+    /// Names of the views and other providers (not wireload tables).
+    pub fn other_names(&self) -> Vec<String> {
+        self.others
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
 }
 
 #[async_trait]

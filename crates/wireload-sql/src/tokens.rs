@@ -27,6 +27,17 @@ impl StatementText<'_> {
             .map_or(self.text.len(), |s| s - self.offset);
         self.text[..end].trim_end()
     }
+
+    /// The statement text from the start of token `from` up to (not including) token `to`, trimmed.
+    pub fn text_between(&self, from: usize, to: usize) -> &str {
+        let at = |i: usize| {
+            self.starts
+                .get(i)
+                .map_or(self.text.len(), |s| s - self.offset)
+        };
+        let (a, b) = (at(from), at(to));
+        if a >= b { "" } else { self.text[a..b].trim() }
+    }
 }
 
 /// Byte offsets of the starts of lines, to map tokenizer locations (line, char column) to bytes.
@@ -134,6 +145,11 @@ impl<'t> Cursor<'t> {
             self.pos += 1;
         }
         t
+    }
+
+    /// Index of the next token.
+    pub fn position(&self) -> usize {
+        self.pos
     }
 
     /// True when all tokens are consumed.

@@ -33,6 +33,20 @@ impl Catalog {
         Ok(table)
     }
 
+    /// Adds filled tables all at once, or none of them when any name is taken.
+    pub fn attach(&self, new: Vec<Arc<Table>>) -> Result<(), StorageError> {
+        let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        for (i, t) in new.iter().enumerate() {
+            if tables.contains_key(t.name()) || new[..i].iter().any(|o| o.name() == t.name()) {
+                return Err(StorageError::TableExists(t.name().to_string()));
+            }
+        }
+        for t in new {
+            tables.insert(t.name().to_string(), t);
+        }
+        Ok(())
+    }
+
     /// Removes a table; queries holding its snapshots keep them.
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());

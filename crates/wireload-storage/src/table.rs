@@ -97,7 +97,8 @@ pub struct Table {
 }
 
 impl Table {
-    pub(crate) fn new(def: TableDef) -> Self {
+    /// A new empty table outside any catalog (see [`crate::Catalog::attach`]).
+    pub fn new(def: TableDef) -> Self {
         let empty = TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
         Table {
             def: Arc::new(def),

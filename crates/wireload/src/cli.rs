@@ -27,8 +27,11 @@ pub struct Cli {
 pub enum Command {
     /// Load CSV files into tables and run SQL over them, printing the last result.
     Sql(SqlArgs),
-    /// Generate TPC-H data, load it and run TPC-H Q1 and Q6.
+    /// Generate TPC-H data and run the load-work-unload cycle: load, 22 queries, unload, reload.
     Demo(DemoArgs),
+    /// Benchmarks with machine-readable results.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Generate data files.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -147,6 +150,38 @@ pub struct DemoArgs {
     /// Write the generated files into DIR and keep them (default: a temporary directory).
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+}
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The TPC-H load-work-unload cycle: load the 8 tables, run the 22 queries, unload to
+    /// Arrow (LZ4), drop and reload; timed, repeatable.
+    Tpch(BenchTpchArgs),
+}
+
+/// Flags of `wireload bench tpch`.
+#[derive(Debug, Args)]
+pub struct BenchTpchArgs {
+    /// TPC-H scale factor (ignored with --data).
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub sf: f64,
+    /// Use the .tbl files already in DIR (written by `wireload gen tpch`) instead of generating.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Runs of the whole cycle, each on a fresh database; medians are reported.
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Directory for generated data and unloaded files (default: a temporary directory;
+    /// /dev/shm keeps the files in memory).
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Write each query's result of the first run as qN.csv into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub answers: Option<PathBuf>,
+    /// Print the results as one JSON document on standard output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Data generators.

@@ -1,21 +1,16 @@
-//! `wireload demo`: generate TPC-H, create and load the 8 tables reporting MB/s per
-//! table, run TPC-H Q1 and Q6 and show their results.
+//! `wireload demo`: generate TPC-H, then the load–work–unload cycle (load the 8 tables,
+//! run the 22 queries, unload to compressed Arrow, reload), printing every phase.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use wireload_load::LoadReport;
-use wireload_sql::StatementOutput;
 
 use crate::cli::DemoArgs;
+use crate::cycle;
 use crate::engine::Engine;
 use crate::generate;
 use crate::reference;
 use crate::render;
-use crate::sqlgen::{self, CopyOptions};
-use crate::statements;
-use crate::tpch::{self, GeneratedTable};
 
 /// `1234567` as `1,234,567`.
 fn thousands(n: u64) -> String {
@@ -56,20 +51,17 @@ pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
         bail!("--sf must be a positive number, got {}", args.sf);
     }
     println!(
-        "wireload demo: TPC-H at scale factor {}, {threads} threads\n",
+        "wireload demo: the load-work-unload cycle on TPC-H at scale factor {}, {threads} threads\n",
         args.sf
     );
 
-    let temp;
+    let temp = tempfile::Builder::new()
+        .prefix("wireload-tpch-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let dir: PathBuf = match &args.keep {
         Some(dir) => dir.clone(),
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("wireload-tpch-")
-                .tempdir()
-                .context("cannot create a temporary directory")?;
-            temp.path().to_path_buf()
-        }
+        None => temp.path().to_path_buf(),
     };
     println!("Generating TPC-H data with tpchgen into {}", dir.display());
     let (tables, gen_seconds) = generate::tpch_files(args.sf, &dir, threads)?;
@@ -82,87 +74,60 @@ pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
         mb(gen_bytes) / gen_seconds.max(1e-9)
     );
 
-    for statement in statements::split(tpch::SCHEMA_SQL) {
-        engine
-            .run(statement.text)
-            .with_context(|| format!("schema.sql, line {}", statement.line))?;
-    }
-    println!("Created the 8 TPC-H tables");
+    println!(
+        "Load: COPY ... WITH (FORMAT csv, DELIMITER '|') into the 8 tables; work: the 22 TPC-H"
+    );
+    println!("queries; unload: EXPORT DATABASE (Arrow IPC, LZ4); reload: IMPORT DATABASE\n");
+    let export_dir = temp.path().join("export");
+    let report = cycle::run(engine, &tables, &export_dir, &mut |_| {})?;
 
-    load_all(engine, &tables)?;
-
-    run_query(engine, 1, "pricing summary report", tpch::Q1_SQL, args.sf)?;
-    run_query(
-        engine,
-        6,
-        "forecasting revenue change",
-        tpch::Q6_SQL,
-        args.sf,
-    )?;
-    if let Some(dir) = &args.keep {
-        println!("The .tbl files are in {}", dir.display());
-    }
-    Ok(())
-}
-
-/// Loads every table with COPY, printing a line per table and the total.
-fn load_all(engine: &Engine, tables: &[GeneratedTable]) -> Result<()> {
-    println!("Loading with COPY ... WITH (FORMAT csv, DELIMITER '|')\n");
     println!(
         "  {:<10} {:>13} {:>10} {:>8} {:>9}",
         "table", "rows", "MB", "s", "MB/s"
     );
-    let opts = CopyOptions {
-        delimiter: Some(b'|'),
-        ..CopyOptions::default()
-    };
-    let started = Instant::now();
-    let (mut rows, mut bytes) = (0u64, 0u64);
-    for t in tables {
-        let outputs = engine.run(&sqlgen::copy_from(t.table.name(), &t.path, &opts))?;
-        let report: Option<&LoadReport> = outputs.iter().find_map(|o| match o {
-            StatementOutput::Loaded(r) => Some(r),
-            _ => None,
-        });
-        let Some(report) = report else {
-            bail!("COPY {} reported no load", t.table.name())
-        };
-        println!(
-            "{}",
-            load_line(t.table.name(), report.rows, report.bytes, report.seconds)
-        );
-        rows += report.rows;
-        bytes += report.bytes;
+    for r in &report.tables {
+        println!("{}", load_line(&r.table, r.rows, r.bytes, r.seconds));
     }
     println!("  {}", "─".repeat(53));
     println!(
         "{}\n",
-        load_line("total", rows, bytes, started.elapsed().as_secs_f64())
+        load_line(
+            "total",
+            report.load.rows,
+            report.load.bytes,
+            report.load.seconds
+        )
     );
-    Ok(())
-}
 
-/// Runs TPC-H query `number` and prints its result, time and, at SF 1, the check against the reference answer.
-fn run_query(engine: &Engine, number: i32, title: &str, sql: &str, sf: f64) -> Result<()> {
-    println!("TPC-H Q{number}: {title}");
-    let started = Instant::now();
-    let outputs = engine
-        .run(sql)
-        .with_context(|| format!("TPC-H Q{number}"))?;
-    let seconds = started.elapsed().as_secs_f64();
-    for output in outputs {
-        if let StatementOutput::Rows { schema, batches } = output {
-            println!("{}", render::table(&schema, &batches, None)?);
-            match reference::check(number, sf, &batches) {
-                Some(Ok(())) => println!("matches the TPC-H reference answer for SF 1"),
-                Some(Err(difference)) => {
-                    println!("DIFFERS from the TPC-H reference answer for SF 1: {difference}")
-                }
-                None => {}
-            }
+    println!("  query {:<36} {:>7} {:>9}", "", "rows", "s");
+    for q in &report.queries {
+        println!(
+            "  Q{:<5} {:<36} {:>7} {:>9.3}",
+            q.query.number, q.query.name, q.rows, q.seconds
+        );
+    }
+    println!();
+    for q in report.queries.iter().filter(|q| q.query.number == 1) {
+        println!("TPC-H Q1: {}", q.query.name);
+        println!("{}", render::table(&q.result.0, &q.result.1, None)?);
+    }
+    for q in &report.queries {
+        match reference::check(q.query.number as i32, args.sf, &q.result.1) {
+            Some(Ok(())) => println!(
+                "Q{} matches the TPC-H reference answer for SF 1",
+                q.query.number
+            ),
+            Some(Err(difference)) => println!(
+                "Q{} DIFFERS from the TPC-H reference answer for SF 1: {difference}",
+                q.query.number
+            ),
+            None => {}
         }
     }
-    println!("Time: {seconds:.3} s\n");
+    println!("\n{}", report.phase_table(gen_bytes));
+    if let Some(dir) = &args.keep {
+        println!("\nThe .tbl files are in {}", dir.display());
+    }
     Ok(())
 }
 

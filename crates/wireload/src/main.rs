@@ -1,7 +1,9 @@
 //! The `wireload` binary: interactive SQL shell, one-shot SQL, scripts, TPC-H data
 //! generation and the demo.
 
+mod bench;
 mod cli;
+mod cycle;
 mod demo;
 mod engine;
 mod generate;
@@ -9,6 +11,7 @@ mod interrupt;
 mod oneshot;
 mod output;
 mod progress;
+mod queries;
 mod reference;
 mod render;
 mod script;
@@ -23,7 +26,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::cli::{Cli, Command, GenCommand};
+use crate::cli::{BenchCommand, Cli, Command, GenCommand};
 use crate::engine::Engine;
 
 fn run(cli: Cli) -> Result<()> {
@@ -45,6 +48,9 @@ fn run(cli: Cli) -> Result<()> {
             args,
             threads.unwrap_or_else(all_cores),
         ),
+        Some(Command::Bench(BenchCommand::Tpch(args))) => {
+            bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
+        }
         Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
         None => {
             let engine = Engine::new(threads)?;

@@ -135,6 +135,7 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
     }
     match last {
         Some(StatementOutput::Loaded(_)) | None => {}
+        Some(StatementOutput::Unloaded(summary)) => printer.summary(&summary)?,
         Some(output) => printer.print(&output)?,
     }
     Ok(())

@@ -4,7 +4,6 @@ use std::io::{self, BufWriter, Write};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use wireload_load::LoadReport;
 use wireload_sql::StatementOutput;
 
 use crate::cli::OutputFormat;
@@ -27,6 +26,7 @@ impl Printer {
         match output {
             StatementOutput::Rows { schema, batches } => self.rows(schema, batches),
             StatementOutput::Loaded(report) => self.summary(report),
+            StatementOutput::Unloaded(summary) => self.summary(summary),
             StatementOutput::Done(message) => {
                 if self.format == OutputFormat::Table {
                     writeln!(io::stdout().lock(), "{message}")?;
@@ -36,8 +36,8 @@ impl Printer {
         }
     }
 
-    /// Prints a load's one-line summary.
-    pub fn summary(&self, report: &LoadReport) -> io::Result<()> {
+    /// Prints a load's or an unload's one-line summary.
+    pub fn summary(&self, report: &dyn std::fmt::Display) -> io::Result<()> {
         if self.summary_to_stdout {
             writeln!(io::stdout().lock(), "{report}")
         } else {

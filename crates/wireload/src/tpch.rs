@@ -19,10 +19,6 @@ use tpchgen::generators::{
 
 /// The DDL of the 8 tables.
 pub const SCHEMA_SQL: &str = include_str!("../sql/tpch/schema.sql");
-/// TPC-H Q1 (pricing summary report) with the validation parameters.
-pub const Q1_SQL: &str = include_str!("../sql/tpch/q1.sql");
-/// TPC-H Q6 (forecasting revenue change) with the validation parameters.
-pub const Q6_SQL: &str = include_str!("../sql/tpch/q6.sql");
 
 /// Bytes of generated text per part (a part is generated in memory before it is written).
 const PART_BYTES: f64 = 16e6;

@@ -1,0 +1,409 @@
+//! Loading Arrow batches (from an Arrow IPC or Parquet file) into a table: columns matched
+//! by position, converted to the table's types where that loses nothing, constraints
+//! checked, rows hash-partitioned, and the new version published in one atomic step.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
+use arrow::compute::kernels::cast::{CastOptions, cast_with_options};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use rayon::prelude::*;
+use wireload_storage::{Partitioning, Table};
+use wireload_types::{ColumnDef, SqlType};
+
+use crate::error::LoadError;
+use crate::options::{LoadControl, LoadReport};
+use crate::partition::partition_ids;
+
+/// Consecutive small batches are concatenated into chunks of at least this many rows.
+const MIN_CHUNK_ROWS: usize = 64 * 1024;
+
+/// Appends `batches` (read from `file`, `bytes` long) to `table` and publishes the new version.
+///
+/// The batches' columns map to the table's columns by position; each must have the table
+/// column's Arrow type or one that converts to it without loss (narrower integers, checked
+/// narrowing, other string encodings, decimals of the same scale, coarser timestamps).
+/// NOT NULL and CHAR/VARCHAR lengths are checked. On any error the table is unchanged.
+pub fn append_batches(
+    table: &Table,
+    file: &str,
+    bytes: u64,
+    batches: Vec<RecordBatch>,
+    ctl: &LoadControl,
+) -> Result<LoadReport, LoadError> {
+    let start = Instant::now();
+    let def = table.def();
+    let columns = &def.schema.columns;
+    if let Some(first) = batches.first() {
+        check_shape(file, columns, first.schema_ref())?;
+    }
+    ctl.bytes_total.store(bytes, Relaxed);
+    let groups = group_small_batches(&batches);
+    // Row number (0-based) of each group's first row, for error messages.
+    let mut first_rows = Vec::with_capacity(groups.len());
+    let mut rows = 0u64;
+    for g in &groups {
+        first_rows.push(rows);
+        rows += batches[g.clone()]
+            .iter()
+            .map(|b| b.num_rows() as u64)
+            .sum::<u64>();
+    }
+    let target = Arc::clone(&def.arrow_schema);
+    let partitioning = def.partitioning;
+    let converted: Vec<Vec<RecordBatch>> = groups
+        .par_iter()
+        .zip(first_rows.par_iter())
+        .map(|(g, &first_row)| {
+            if ctl.cancel.load(Relaxed) {
+                return Err(LoadError::Cancelled);
+            }
+            let group = &batches[g.clone()];
+            let batch = if group.len() == 1 {
+                group[0].clone()
+            } else {
+                concat_batches(group[0].schema_ref(), group)
+                    .map_err(|e| mismatch(file, format!("cannot combine record batches: {e}")))?
+            };
+            check_shape(file, columns, batch.schema_ref())?;
+            let batch = convert(file, columns, &target, &batch, first_row)?;
+            let parts = split_partitions(&batch, partitioning)
+                .map_err(|e| mismatch(file, format!("cannot partition: {e}")))?;
+            // progress: this group's share of the file's bytes
+            let group_rows: u64 = group.iter().map(|b| b.num_rows() as u64).sum();
+            ctl.bytes_done
+                .fetch_add(bytes * group_rows / rows.max(1), Relaxed);
+            Ok(parts)
+        })
+        .collect::<Result<_, LoadError>>()?;
+    if ctl.cancel.load(Relaxed) {
+        return Err(LoadError::Cancelled);
+    }
+    let mut added: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitioning.count()];
+    for parts in converted {
+        for (p, b) in parts.into_iter().enumerate() {
+            if b.num_rows() > 0 {
+                added[p].push(b);
+            }
+        }
+    }
+    let chunks = added.iter().map(Vec::len).sum();
+    let guard = table.begin_write();
+    let next = guard.base().with_appended(added);
+    guard.publish(next);
+    ctl.bytes_done.store(bytes, Relaxed);
+    Ok(LoadReport {
+        table: table.name().to_string(),
+        rows,
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        chunks,
+    })
+}
+
+fn mismatch(file: &str, message: String) -> LoadError {
+    LoadError::Mismatch {
+        file: file.to_string(),
+        message,
+    }
+}
+
+/// Ranges of consecutive batches that together hold at least [`MIN_CHUNK_ROWS`] rows
+/// (except the last); empty batches are dropped.
+fn group_small_batches(batches: &[RecordBatch]) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    let mut rows = 0;
+    for (i, b) in batches.iter().enumerate() {
+        if b.num_rows() == 0 && rows == 0 {
+            start = i + 1;
+            continue;
+        }
+        rows += b.num_rows();
+        if rows >= MIN_CHUNK_ROWS {
+            groups.push(start..i + 1);
+            start = i + 1;
+            rows = 0;
+        }
+    }
+    if rows > 0 {
+        groups.push(start..batches.len());
+    }
+    groups
+}
+
+/// The file must have as many columns as the table, each convertible to its column's type.
+fn check_shape(file: &str, columns: &[ColumnDef], schema: &Schema) -> Result<(), LoadError> {
+    if schema.fields().len() != columns.len() {
+        return Err(mismatch(
+            file,
+            format!(
+                "the file has {} columns ({}), the table has {} ({})",
+                schema.fields().len(),
+                schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                columns.len(),
+                columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    for (i, (field, col)) in schema.fields().iter().zip(columns).enumerate() {
+        let want = col.ty.arrow_type();
+        if !convertible(field.data_type(), &want) {
+            return Err(mismatch(
+                file,
+                format!(
+                    "column {} (\"{}\" in the file, \"{}\" in the table) has type {} in the file, \
+                     which does not convert to {} ({want}) without loss",
+                    i + 1,
+                    field.name(),
+                    col.name,
+                    field.data_type(),
+                    col.ty
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// True when values of `from` convert to `to` exactly (or fail loudly when one does not fit).
+fn convertible(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    if from == to || from == &D::Null {
+        return true;
+    }
+    let int = |t: &D| {
+        matches!(
+            t,
+            D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64
+        )
+    };
+    match (from, to) {
+        (f, D::Int16 | D::Int32 | D::Int64) => int(f),
+        (D::Float16 | D::Float32, D::Float64) | (D::Float16, D::Float32) => true,
+        (D::Decimal128(_, s1) | D::Decimal256(_, s1), D::Decimal128(_, s2)) => s1 == s2,
+        (f, D::Decimal128(..)) => int(f),
+        (D::LargeUtf8 | D::Utf8View, D::Utf8) => true,
+        (D::Timestamp(unit, None), D::Timestamp(TimeUnit::Microsecond, None)) => {
+            matches!(unit, TimeUnit::Second | TimeUnit::Millisecond)
+        }
+        _ => false,
+    }
+}
+
+/// `batch` with every column converted to the table's type and its constraints checked.
+fn convert(
+    file: &str,
+    columns: &[ColumnDef],
+    target: &SchemaRef,
+    batch: &RecordBatch,
+    first_row: u64,
+) -> Result<RecordBatch, LoadError> {
+    let options = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    let mut arrays = Vec::with_capacity(columns.len());
+    for (i, (array, col)) in batch.columns().iter().zip(columns).enumerate() {
+        let value_error = |row: usize, message: String| LoadError::ArrowValue {
+            file: file.to_string(),
+            row: first_row + row as u64 + 1,
+            column: i + 1,
+            column_name: col.name.clone(),
+            message,
+        };
+        let want = col.ty.arrow_type();
+        let mut array = if array.data_type() == &want {
+            Arc::clone(array)
+        } else {
+            cast_with_options(array, &want, &options).map_err(|e| {
+                // find the first value that does not convert, for the message
+                let row = (0..array.len())
+                    .find(|&r| cast_with_options(&array.slice(r, 1), &want, &options).is_err())
+                    .unwrap_or(0);
+                value_error(row, format!("does not fit {}: {e}", col.ty))
+            })?
+        };
+        if !col.nullable && array.null_count() > 0 {
+            let row = (0..array.len()).find(|&r| array.is_null(r)).unwrap_or(0);
+            return Err(value_error(row, "NULL in a NOT NULL column".to_string()));
+        }
+        if let SqlType::Char(n) | SqlType::Varchar(Some(n)) = col.ty {
+            array = check_length(&array, &col.ty, n).map_err(|(row, e)| value_error(row, e))?;
+        }
+        arrays.push(array);
+    }
+    RecordBatch::try_new(Arc::clone(target), arrays)
+        .map_err(|e| mismatch(file, format!("cannot build a table chunk: {e}")))
+}
+
+/// Checks that every string of `array` fits `ty` (at most `n` characters once trailing
+/// spaces beyond `n` are dropped, as the CSV loader does); returns the array with those
+/// spaces dropped, or the first offending row and why.
+fn check_length(array: &ArrayRef, ty: &SqlType, n: u32) -> Result<ArrayRef, (usize, String)> {
+    let strings = array.as_string::<i32>();
+    let mut trimmed = false;
+    for (row, v) in strings.iter().enumerate() {
+        // a value of at most n bytes has at most n characters
+        let Some(v) = v.filter(|v| v.len() > n as usize) else {
+            continue;
+        };
+        let ok = match ty {
+            SqlType::Char(_) => wireload_types::deser::parse_char(v.as_bytes(), n),
+            _ => wireload_types::deser::parse_varchar(v.as_bytes(), n),
+        };
+        match ok {
+            Ok(s) if s.len() == v.len() => {}
+            Ok(_) => trimmed = true,
+            Err(e) => return Err((row, format!("{e}: {:?}", truncate(v)))),
+        }
+    }
+    if !trimmed {
+        return Ok(Arc::clone(array));
+    }
+    let fixed: StringArray = strings
+        .iter()
+        .map(|v| {
+            v.map(|v| match ty {
+                SqlType::Char(_) => wireload_types::deser::parse_char(v.as_bytes(), n),
+                _ => wireload_types::deser::parse_varchar(v.as_bytes(), n),
+            })
+            .transpose()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| (0, e.to_string()))?;
+    Ok(Arc::new(fixed))
+}
+
+fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// `batch` split by the table's partitioning: one batch per partition, rows in input order.
+fn split_partitions(
+    batch: &RecordBatch,
+    partitioning: Partitioning,
+) -> Result<Vec<RecordBatch>, arrow::error::ArrowError> {
+    let Partitioning::Hash { column, count } = partitioning else {
+        return Ok(vec![batch.clone()]);
+    };
+    let mut ids = Vec::new();
+    partition_ids(batch.column(column), count, &mut ids);
+    // counting sort of row indices by partition
+    let mut starts = vec![0u32; count + 1];
+    for &p in &ids {
+        starts[p as usize + 1] += 1;
+    }
+    for p in 0..count {
+        starts[p + 1] += starts[p];
+    }
+    let mut order = vec![0u32; ids.len()];
+    let mut next = starts.clone();
+    for (row, &p) in ids.iter().enumerate() {
+        order[next[p as usize] as usize] = row as u32;
+        next[p as usize] += 1;
+    }
+    let order = UInt32Array::from(order);
+    (0..count)
+        .map(|p| {
+            let (a, b) = (starts[p] as usize, starts[p + 1] as usize);
+            take_record_batch(batch, &order.slice(a, b - a))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array};
+    use arrow::datatypes::Field;
+
+    #[test]
+    fn small_batches_are_grouped() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+        let batch = |n: i32| {
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![Arc::new(Int32Array::from_iter_values(0..n))],
+            )
+            .unwrap()
+        };
+        let batches = vec![
+            batch(0),
+            batch(40_000),
+            batch(30_000),
+            batch(0),
+            batch(70_000),
+            batch(5),
+        ];
+        assert_eq!(
+            group_small_batches(&batches),
+            vec![1..3, 4..5, 5..6],
+            "empty batches are left out"
+        );
+        assert!(group_small_batches(&[batch(0)]).is_empty());
+    }
+
+    #[test]
+    fn conversions_are_lossless_only() {
+        use DataType as D;
+        assert!(convertible(&D::Int32, &D::Int64));
+        assert!(convertible(&D::Int64, &D::Int32), "checked narrowing");
+        assert!(convertible(&D::Utf8View, &D::Utf8));
+        assert!(convertible(&D::Decimal128(38, 2), &D::Decimal128(15, 2)));
+        assert!(!convertible(&D::Decimal128(15, 3), &D::Decimal128(15, 2)));
+        assert!(!convertible(&D::Float64, &D::Int64));
+        assert!(!convertible(&D::Utf8, &D::Int32));
+        assert!(!convertible(&D::Float64, &D::Float32));
+        assert!(!convertible(
+            &D::Timestamp(TimeUnit::Nanosecond, None),
+            &D::Timestamp(TimeUnit::Microsecond, None)
+        ));
+    }
+
+    #[test]
+    fn hash_split_keeps_rows_and_order() {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int64Array::from_iter_values(0..1000))],
+        )
+        .unwrap();
+        let parts = split_partitions(
+            &batch,
+            Partitioning::Hash {
+                column: 0,
+                count: 4,
+            },
+        )
+        .unwrap();
+        assert_eq!(parts.len(), 4);
+        let mut all: Vec<i64> = Vec::new();
+        for p in &parts {
+            let v = p.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+            assert!(
+                v.values().windows(2).all(|w| w[0] < w[1]),
+                "input order kept"
+            );
+            all.extend(v.values().iter());
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..1000).collect::<Vec<_>>());
+    }
+}

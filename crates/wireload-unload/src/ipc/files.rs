@@ -1,0 +1,213 @@
+//! File plumbing shared by the Arrow IPC and Parquet writers and readers: a file that appears
+//! only when complete, a read-only mapping of a file, and the copy that detaches decoded
+//! arrays from that mapping.
+
+use std::cell::Cell;
+use std::fs::{File, OpenOptions};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::array::{Array, ArrayData, ArrayRef, MutableArrayData, RecordBatch, make_array};
+use arrow::error::ArrowError;
+use bytes::Bytes;
+
+use crate::UnloadError;
+
+/// Wraps an I/O error with the path it concerns.
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> UnloadError + '_ {
+    move |source| UnloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A file written under a temporary name beside its target and renamed onto the target by
+/// [`AtomicFile::commit`] after an fsync. Dropped without a commit (an error, a panic, a
+/// cancellation), it removes the temporary file, so the target is either the complete new
+/// file or untouched.
+pub(crate) struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates `.<name>.<pid>-<n>.tmp` in the target's directory.
+    pub(crate) fn create(target: &Path) -> Result<Self, UnloadError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = target.file_name().ok_or_else(|| {
+            UnloadError::Options(format!("{}: not a file name", target.display()))
+        })?;
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut temp_name = std::ffi::OsString::from(".");
+        temp_name.push(name);
+        temp_name.push(format!(".{}-{n}.tmp", std::process::id()));
+        let temp = target.with_file_name(temp_name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io_error(target))?;
+        Ok(Self {
+            target: target.to_path_buf(),
+            temp,
+            file: Some(file),
+        })
+    }
+
+    /// The open temporary file.
+    pub(crate) fn file(&self) -> &File {
+        self.file.as_ref().expect("the file is open until commit")
+    }
+
+    /// The target path, for error messages.
+    pub(crate) fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Flushes the file to disk, renames it onto the target and syncs the directory.
+    /// Returns the file's length.
+    pub(crate) fn commit(mut self) -> Result<u64, UnloadError> {
+        let file = self.file.take().expect("commit is called once");
+        let result = (|| {
+            file.sync_all()?;
+            let len = file.metadata()?.len();
+            drop(file);
+            std::fs::rename(&self.temp, &self.target)?;
+            Ok(len)
+        })();
+        let len = match result {
+            Ok(len) => len,
+            Err(source) => {
+                let _ = std::fs::remove_file(&self.temp);
+                return Err(UnloadError::Io {
+                    path: self.target.clone(),
+                    source,
+                });
+            }
+        };
+        // The rename is durable once the directory is synced; a directory that cannot be
+        // opened or synced (some file systems refuse) does not make the write fail.
+        #[cfg(unix)]
+        if let Some(dir) = self.target.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(dir) = File::open(dir) {
+                let _ = dir.sync_all();
+            }
+        }
+        Ok(len)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Maps `path` read-only. An empty file gives empty bytes (an empty mapping is an error on
+/// some systems).
+pub(crate) fn map_file(path: &Path) -> Result<Bytes, UnloadError> {
+    let file = File::open(path).map_err(io_error(path))?;
+    let len = file.metadata().map_err(io_error(path))?.len();
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: a mapping is sound as long as nothing truncates or rewrites the file while it is
+    // mapped; that is assumed, not enforced (no file lock). The readers keep the window short:
+    // the mapping lives only for the duration of one read call, every array that still points
+    // into it is copied out (`detach_batch`) before the call returns, and our own writers
+    // never modify a file in place (they write a temporary file and rename it), so rewriting
+    // a file with wireload while another thread reads it replaces the inode instead of
+    // changing the mapped pages. Other programs that truncate the file during a read could
+    // make the read fault (SIGBUS); they cannot corrupt memory that outlives the call.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error(path))?;
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::WillNeed);
+    Ok(Bytes::from_owner(map))
+}
+
+/// Whether any buffer of `data` (or of its children) lies inside `range` of addresses.
+fn points_into(data: &ArrayData, range: &Range<usize>) -> bool {
+    let inside = |ptr: *const u8| range.contains(&(ptr as usize));
+    data.buffers().iter().any(|b| inside(b.as_ptr()))
+        || data.nulls().is_some_and(|n| inside(n.buffer().as_ptr()))
+        || data.child_data().iter().any(|c| points_into(c, range))
+}
+
+/// Returns `batch` with every column that still references the mapped bytes `map` copied
+/// into memory of its own, so the batch outlives the mapping. Columns decoded into new
+/// buffers (decompressed ones, usually) are kept as they are.
+pub(crate) fn detach_batch(batch: RecordBatch, map: &[u8]) -> Result<RecordBatch, ArrowError> {
+    let start = map.as_ptr() as usize;
+    let range = start..start + map.len();
+    if !batch
+        .columns()
+        .iter()
+        .any(|c| points_into(&c.to_data(), &range))
+    {
+        return Ok(batch);
+    }
+    let columns: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .map(|column| {
+            let data = column.to_data();
+            if !points_into(&data, &range) {
+                return Ok(column.clone());
+            }
+            let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+            copy.try_extend(0, 0, data.len())?;
+            Ok(make_array(copy.freeze()))
+        })
+        .collect::<Result<_, ArrowError>>()?;
+    RecordBatch::try_new_with_options(
+        batch.schema(),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+}
+
+thread_local! {
+    /// Set while `no_panic` runs on this thread: the panic hook stays quiet.
+    static EXPECTING_PANICS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic into an error message: arrow and parquet 59 still panic on some
+/// malformed inputs that the readers' own checks do not catch (a schema with an unknown type,
+/// a validity bitmap shorter than its column, a negative column chunk offset), and a damaged
+/// file must give an error, not end the process.
+///
+/// The first call wraps the process's panic hook so that panics inside `f` are not printed
+/// (the message becomes part of the error); panics anywhere else go to the previous hook as
+/// before.
+pub(crate) fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static QUIET_HOOK: Once = Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !EXPECTING_PANICS.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = EXPECTING_PANICS.with(|e| e.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    EXPECTING_PANICS.with(|e| e.set(was));
+    result.map_err(|payload| {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        format!("the decoder failed on malformed data ({text})")
+    })
+}
