@@ -30,7 +30,8 @@ else
 fi
 
 "$venv/bin/python" - <<'PY'
-import duckdb, polars, pyarrow, tableauhyperapi
+import duckdb, polars, pyarrow, tableauhyperapi, chdb
 print(f"duckdb {duckdb.__version__}, polars {polars.__version__}, "
-      f"pyarrow {pyarrow.__version__}, tableauhyperapi {tableauhyperapi.__version__}")
+      f"pyarrow {pyarrow.__version__}, tableauhyperapi {tableauhyperapi.__version__}, "
+      f"chdb {chdb.__version__}")
 PY

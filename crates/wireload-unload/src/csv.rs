@@ -573,13 +573,14 @@ impl TempFile {
         })
     }
 
-    /// Renames the file to its target.
+    /// Syncs the file and renames it to its target, so the target is never a partial file.
     fn commit(&mut self) -> Result<(), UnloadError> {
         let io = |source| UnloadError::Io {
             path: self.target.clone(),
             source,
         };
         self.file.flush().map_err(io)?;
+        self.file.sync_all().map_err(io)?;
         std::fs::rename(&self.temp, &self.target).map_err(io)?;
         self.committed = true;
         Ok(())

@@ -382,6 +382,173 @@ fn special_bytes_inside_numbers_dates_and_timestamps_are_quoted() {
     }
 }
 
+/// Arrow types that query results (`COPY (SELECT ...) TO`) may have, loaded back into the
+/// table type that holds them.
+#[test]
+fn query_result_types_round_trip_into_table_types() {
+    use arrow::array::{
+        Date64Array, Decimal32Array, Decimal64Array, Int8Array, LargeStringArray, StringViewArray,
+        Time64MicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+        TimestampSecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    };
+    use arrow::compute::cast;
+    use arrow::datatypes::{Field, Schema};
+
+    let rows = 3000;
+    let mut rng = StdRng::seed_from_u64(77);
+    let maybe = |rng: &mut StdRng| !rng.random_bool(0.1);
+    macro_rules! column {
+        ($array:ty, $value:expr) => {{
+            let values: Vec<_> = (0..rows)
+                .map(|_| maybe(&mut rng).then(|| $value(&mut rng)))
+                .collect();
+            Arc::new(<$array>::from(values)) as ArrayRef
+        }};
+    }
+    let first_day = days("0001-01-01") as i64;
+    let last_day = days("5874897-12-31") as i64;
+    let first_second = micros("0001-01-01 00:00:00") / 1_000_000;
+    let columns: Vec<(&str, &str, ArrayRef)> = vec![
+        (
+            "a",
+            "TEXT",
+            column!(LargeStringArray, |r: &mut StdRng| random_string(r, WILD)),
+        ),
+        (
+            "b",
+            "TEXT",
+            column!(StringViewArray, |r: &mut StdRng| random_string(r, WILD)
+                .repeat(4)),
+        ),
+        (
+            "c",
+            "SMALLINT",
+            column!(Int8Array, |r: &mut StdRng| r.random::<i8>()),
+        ),
+        (
+            "d",
+            "SMALLINT",
+            column!(UInt8Array, |r: &mut StdRng| r.random::<u8>()),
+        ),
+        (
+            "e",
+            "INTEGER",
+            column!(UInt16Array, |r: &mut StdRng| r.random::<u16>()),
+        ),
+        (
+            "f",
+            "BIGINT",
+            column!(UInt32Array, |r: &mut StdRng| r.random::<u32>()),
+        ),
+        (
+            "g",
+            "DECIMAL(20,0)",
+            column!(UInt64Array, |r: &mut StdRng| {
+                *[u64::MAX, 0, r.random()].choose(r).unwrap()
+            }),
+        ),
+        (
+            "h",
+            "DATE",
+            column!(Date64Array, |r: &mut StdRng| {
+                r.random_range(first_day..=last_day) * 86_400_000
+            }),
+        ),
+        (
+            "i",
+            "TIMESTAMP",
+            column!(TimestampSecondArray, |r: &mut StdRng| {
+                r.random_range(first_second..=i64::MAX / 1_000_000)
+            }),
+        ),
+        (
+            "j",
+            "TIMESTAMP",
+            column!(TimestampMillisecondArray, |r: &mut StdRng| {
+                r.random_range(first_second * 1000..=i64::MAX / 1000)
+            }),
+        ),
+        (
+            "k",
+            "TIMESTAMP",
+            column!(TimestampNanosecondArray, |r: &mut StdRng| {
+                r.random::<i64>() / 1000 * 1000
+            }),
+        ),
+        ("l", "DECIMAL(9,2)", {
+            let values: Vec<_> = (0..rows)
+                .map(|_| maybe(&mut rng).then(|| rng.random_range(-999_999_999..=999_999_999)))
+                .collect();
+            Arc::new(
+                Decimal32Array::from(values)
+                    .with_precision_and_scale(9, 2)
+                    .unwrap(),
+            )
+        }),
+        ("m", "DECIMAL(18,4)", {
+            let max = 10i64.pow(18) - 1;
+            let values: Vec<_> = (0..rows)
+                .map(|_| maybe(&mut rng).then(|| rng.random_range(-max..=max)))
+                .collect();
+            Arc::new(
+                Decimal64Array::from(values)
+                    .with_precision_and_scale(18, 4)
+                    .unwrap(),
+            )
+        }),
+        (
+            "n",
+            "TEXT",
+            column!(Time64MicrosecondArray, |r: &mut StdRng| {
+                r.random_range(0..86_400_000_000i64)
+            }),
+        ),
+    ];
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(name, _, array)| Field::new(*name, array.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        columns.iter().map(|c| c.2.clone()).collect(),
+    )
+    .unwrap();
+    let table_schema: String = columns
+        .iter()
+        .map(|(name, ty, _)| format!("{name} {ty}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for d in [
+        Dialect::default(),
+        dialect(b'|', Some(b'\''), Some(b'\\'), true, "\\N"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.csv");
+        write_csv_file(
+            &path,
+            &schema,
+            std::slice::from_ref(&batch),
+            &d,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let loaded = reload(&path, &table_schema, &d);
+        let expected = RecordBatch::try_new(
+            loaded.schema(),
+            batch
+                .columns()
+                .iter()
+                .zip(loaded.columns())
+                .map(|(a, b)| cast(a, b.data_type()).unwrap())
+                .collect(),
+        )
+        .unwrap();
+        assert_same(&expected, &loaded, &format!("{d:?}"));
+    }
+}
+
 #[test]
 fn one_column_tables_keep_empty_strings_and_nulls() {
     let schema_text = "s VARCHAR";

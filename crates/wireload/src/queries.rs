@@ -15,7 +15,6 @@ pub struct TpchQuery {
 }
 
 /// TPC-H Q1 to Q22, in order.
-#[allow(dead_code)] // until the demo runs them
 pub const TPCH_QUERIES: [TpchQuery; 22] = [
     TpchQuery {
         number: 1,

@@ -22,7 +22,11 @@ const CONTINUATION: &str = "      ..> ";
 const ROW_LIMIT: usize = 10_000;
 
 const HELP: &str = "\
-Statements end with ';' and may span lines.
+Statements end with ';' and may span lines. Besides queries:
+  CREATE TABLE t (col TYPE [NOT NULL], ...) [PARTITION BY HASH (col) PARTITIONS n]
+  COPY t FROM 'file' [WITH (FORMAT csv|arrow|parquet, DELIMITER, HEADER, NULL, ...)]
+  COPY {t | (query)} TO 'file' [WITH (FORMAT csv|arrow|parquet, COMPRESSION ...)]
+  EXPORT DATABASE 'dir'    IMPORT DATABASE 'dir'
   \\d            list tables
   \\d NAME       columns and types of table NAME
   \\q            quit (also .quit, exit, Ctrl-D)

@@ -364,7 +364,7 @@ fn gen_tpch_writes_eight_tables() {
 }
 
 #[test]
-fn demo_runs_q1_and_q6() {
+fn demo_runs_the_cycle() {
     let out = ok(wireload().args(["demo", "--sf", "0.01"]));
     let text = stdout(&out);
     for table in [
@@ -399,8 +399,52 @@ fn demo_runs_q1_and_q6() {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
     assert_eq!(groups, expected, "{text}");
-    assert!(
-        text.contains("TPC-H Q6") && text.contains("revenue"),
-        "{text}"
-    );
+    for q in 1..=22 {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(&format!("Q{q} "))),
+            "no line for Q{q}:\n{text}"
+        );
+    }
+    for phase in ["load CSV", "22 queries", "unload (Arrow, LZ4)", "reload (Arrow, LZ4)"] {
+        assert!(text.contains(phase), "no phase {phase}:\n{text}");
+    }
+}
+
+#[test]
+fn bench_tpch_reports_json() {
+    let dir = TempDir::new().unwrap();
+    let answers = dir.path().join("answers");
+    let out = ok(wireload()
+        .args(["bench", "tpch", "--sf", "0.01", "--runs", "2", "--json"])
+        .arg("--work")
+        .arg(dir.path())
+        .arg("--answers")
+        .arg(&answers));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["threads"], 2);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        let phases: Vec<&str> = run["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["phase"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["load", "queries", "unload", "reload"]);
+        assert_eq!(run["phases"][0]["rows"], 86_805);
+        assert_eq!(run["phases"][3]["rows"], 86_805, "reload brings every row back");
+        let queries = run["queries"].as_array().unwrap();
+        assert_eq!(queries.len(), 22);
+        assert_eq!(queries[0]["rows"], 4, "Q1 has 4 groups");
+    }
+    let csv = doc["csv_bytes"].as_u64().unwrap();
+    let unload = doc["unload_bytes"].as_u64().unwrap();
+    assert!(unload > 0 && unload < csv, "{unload} vs {csv}");
+    for q in 1..=22 {
+        assert!(answers.join(format!("q{q}.csv")).is_file(), "q{q}.csv");
+    }
+    // only the answers and nothing else is left in the work directory
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }

@@ -69,16 +69,19 @@ const QUERIES: [Query; 22] = [
     q(22, &["cntrycode"], &[]),
 ];
 
-/// Relative tolerance for numbers that both engines compute exactly (sums and products of
-/// decimals, counts): they print the same digits; the tolerance only absorbs the parse to f64.
+/// Relative tolerance for numbers other than quotients that are not plain decimal text
+/// (floats in exponent form). Plain decimals (sums and products of DECIMAL columns,
+/// counts, keys) must be equal as decimal numbers (`12.50` equals `12.5`): both engines
+/// compute them exactly, and a relative 1e-9 would let the last digit of Q3's revenue
+/// (267010.5894) change unnoticed.
 const EXACT_TOLERANCE: f64 = 1e-9;
 
 /// Tolerance for quotients, relative or absolute (either suffices). DuckDB returns averages
 /// and decimal divisions as DOUBLE; DataFusion returns AVG of a DECIMAL(15,2) as a DECIMAL
 /// with scale 6, truncated (Q1's avg_disc is 0.050081 against DuckDB's 0.05008133906964238),
-/// and a decimal division as a decimal of limited scale (Q8's mkt_share), so the two differ
-/// by up to one unit in the 6th decimal: 1e-6 absolute covers that; 1e-6 relative covers
-/// large quotients (Q1's avg_price) whose f64 digits differ.
+/// and a decimal division as a decimal with 8 decimals (Q8's mkt_share, 0.02864874 at
+/// SF 0.1 against 0.028648741305617557), so the two differ by up to one unit in the 6th
+/// decimal: 1e-6 absolute covers that, 1e-6 relative covers large quotients.
 const QUOTIENT_TOLERANCE: f64 = 1e-6;
 
 fn wireload() -> Command {
@@ -103,7 +106,10 @@ fn tables(schema: &str) -> Vec<(String, String)> {
             let rest = statement.split("CREATE TABLE").nth(1)?;
             let name = rest.split_whitespace().next()?.to_string();
             let columns = &rest[rest.find('(')? + 1..rest.rfind(')')?];
-            Some((name, columns.split_whitespace().collect::<Vec<_>>().join(" ")))
+            Some((
+                name,
+                columns.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))
         })
         .collect()
 }
@@ -175,11 +181,31 @@ fn number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// True when an actual cell matches the expected one: the same text, or both numbers
-/// within the tolerance. Strings are compared exactly: neither engine pads CHAR(n).
+/// Plain decimal text (`-12.50`) as (negative, integer digits, fraction digits) without
+/// leading or trailing zeros, so equal numbers compare equal; `None` for anything else.
+fn decimal(text: &str) -> Option<(bool, &str, &str)> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !all_digits(int) || !all_digits(frac) {
+        return None;
+    }
+    let (int, frac) = (int.trim_start_matches('0'), frac.trim_end_matches('0'));
+    Some((negative && !(int.is_empty() && frac.is_empty()), int, frac))
+}
+
+/// True when an actual cell matches the expected one: the same text, the same decimal
+/// number, or for quotients (and floats) numbers within the tolerance. Strings are
+/// compared exactly: neither engine pads CHAR(n).
 fn cell_matches(actual: &str, expected: &str, quotient: bool) -> bool {
     if actual == expected {
         return true;
+    }
+    if !quotient && let (Some(a), Some(e)) = (decimal(actual), decimal(expected)) {
+        return a == e;
     }
     let (Some(a), Some(e)) = (number(actual), number(expected)) else {
         return false;
@@ -290,15 +316,18 @@ fn tpch_queries_match_duckdb_at_sf_0_01() {
     let mut failures = Vec::new();
     for query in &QUERIES {
         let n = query.number;
-        let sql = std::fs::read_to_string(manifest_dir().join(format!("sql/tpch/q{n}.sql")))
-            .unwrap();
+        let sql =
+            std::fs::read_to_string(manifest_dir().join(format!("sql/tpch/q{n}.sql"))).unwrap();
         let expected = std::fs::read_to_string(answers.join(format!("q{n}.csv")))
             .unwrap_or_else(|e| panic!("Q{n}: no answer file: {e}"));
         let mut cmd = wireload();
         cmd.args(["sql", "--delimiter", "|", "--format", "csv"]);
         for (name, columns) in &tables {
             cmd.arg("--table")
-                .arg(format!("{name}={}", data.join(format!("{name}.tbl")).display()))
+                .arg(format!(
+                    "{name}={}",
+                    data.join(format!("{name}.tbl")).display()
+                ))
                 .arg("--schema")
                 .arg(columns);
         }
@@ -352,6 +381,9 @@ fn comparison_catches_differences() {
     // DataFusion's truncated averages pass
     let ok = table(&[["a", "380456.00", "0.050081"], ["b", "12.5", "25.575154"]]);
     assert!(compare(&query, &ok, &expected).is_empty());
+    assert!(cell_matches("-0.0", "0", false) && cell_matches("007.10", "7.1", false));
+    assert!(!cell_matches("267010.5895", "267010.5894", false));
+    assert!(cell_matches("2.5e-7", "0.00000025", false));
     // a cent off in a sum, an average off in the 5th decimal, swapped or missing rows fail
     for bad in [
         table(&[["a", "380456.01", "0.050081"], ["b", "12.50", "25.575154"]]),
@@ -371,7 +403,10 @@ fn comparison_catches_differences() {
     assert!(!compare(&tied, &crossed, &expected).is_empty());
     // a one-column NULL row is an empty line; quotes are undone
     let (header, rows) = parse_csv("avg_yearly\n\n");
-    assert_eq!((header, rows), (vec!["avg_yearly".into()], vec![vec![String::new()]]));
+    assert_eq!(
+        (header, rows),
+        (vec!["avg_yearly".into()], vec![vec![String::new()]])
+    );
     let (_, rows) = parse_csv("a,b\n\"x, \"\"y\"\"\",\"\"\n");
     assert_eq!(rows, vec![vec!["x, \"y\"".to_string(), String::new()]]);
     assert_eq!(unqualified("sum(lineitem.l_quantity)"), "sum(l_quantity)");

@@ -201,7 +201,7 @@ pub(crate) struct CellError {
 /// Most bytes one column of one piece may take (its ends are `u32`).
 pub(crate) const MAX_COLUMN_TEXT: usize = u32::MAX as usize;
 
-/// Appends the text of `array[range]` to `out` (cleared first).
+/// Formats `array[range]` into `out`, replacing what it held.
 pub(crate) fn format_column(
     plan: &ColumnPlan,
     array: &ArrayRef,
