@@ -21,6 +21,8 @@ use crate::partition::partition_ids;
 
 /// Consecutive small batches are concatenated into chunks of at least this many rows.
 const MIN_CHUNK_ROWS: usize = 64 * 1024;
+/// Batches of at least this many rows become chunks as they are.
+const SMALL_BATCH_ROWS: usize = 8 * 1024;
 
 /// Appends `batches` (read from `file`, `bytes` long) to `table` and publishes the new version.
 ///
@@ -112,18 +114,30 @@ fn mismatch(file: &str, message: String) -> LoadError {
     }
 }
 
-/// Ranges of consecutive batches that together hold at least [`MIN_CHUNK_ROWS`] rows
-/// (except the last); empty batches are dropped.
+/// Ranges of batches that become one chunk each: a batch of at least [`SMALL_BATCH_ROWS`]
+/// rows stays as it is (no copy); runs of smaller ones are concatenated until they hold
+/// [`MIN_CHUNK_ROWS`] rows, so files written in tiny batches do not become tiny chunks.
+/// Empty batches are dropped.
 fn group_small_batches(batches: &[RecordBatch]) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut start = 0;
     let mut rows = 0;
     for (i, b) in batches.iter().enumerate() {
-        if b.num_rows() == 0 && rows == 0 {
+        let n = b.num_rows();
+        if n >= SMALL_BATCH_ROWS {
+            if rows > 0 {
+                groups.push(start..i);
+            }
+            groups.push(i..i + 1);
+            start = i + 1;
+            rows = 0;
+            continue;
+        }
+        if n == 0 && rows == 0 {
             start = i + 1;
             continue;
         }
-        rows += b.num_rows();
+        rows += n;
         if rows >= MIN_CHUNK_ROWS {
             groups.push(start..i + 1);
             start = i + 1;
@@ -344,18 +358,21 @@ mod tests {
             )
             .unwrap()
         };
-        let batches = vec![
-            batch(0),
-            batch(40_000),
-            batch(30_000),
-            batch(0),
-            batch(70_000),
-            batch(5),
-        ];
+        let small = |n: usize| (0..n).map(|_| batch(5000)).collect::<Vec<_>>();
+        let mut batches = vec![batch(0)];
+        batches.extend(small(14)); // 70,000 rows: one chunk
+        batches.push(batch(0));
+        batches.extend(small(2));
+        batches.push(batch(9000)); // big: stays alone and ends the run before it
+        batches.push(batch(5));
         assert_eq!(
             group_small_batches(&batches),
-            vec![1..3, 4..5, 5..6],
+            vec![1..15, 16..18, 18..19, 19..20],
             "empty batches are left out"
+        );
+        assert_eq!(
+            group_small_batches(&[batch(9000), batch(9000)]),
+            vec![0..1, 1..2]
         );
         assert!(group_small_batches(&[batch(0)]).is_empty());
     }

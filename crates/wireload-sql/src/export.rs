@@ -137,10 +137,24 @@ fn file_stem(i: usize, name: &str) -> String {
     format!("{i:03}_{safe}")
 }
 
-/// CRC-32 and length of a file's bytes.
+/// CRC-32 and length of a file's bytes (read in blocks that stay in cache).
 fn checksum(path: &Path) -> Result<(u32, u64), SqlError> {
-    let bytes = fs::read(path).map_err(|e| io_error(path, "cannot read", e))?;
-    Ok((crc32fast::hash(&bytes), bytes.len() as u64))
+    use std::io::Read;
+    let mut file = File::open(path).map_err(|e| io_error(path, "cannot read", e))?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(path, "cannot read", e)),
+        };
+        hasher.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((hasher.finalize(), len))
 }
 
 /// Syncs a directory so that renames and new entries in it are durable.

@@ -211,9 +211,21 @@ pub fn read_parquet_file(
             }
         }
     }
-    let tasks: Vec<(usize, usize)> = (0..row_groups.len())
+    // One task per column of each row group, the largest first (see `encode_row_group`);
+    // the results are put back in order.
+    let mut tasks: Vec<(usize, usize)> = (0..row_groups.len())
         .flat_map(|g| (0..columns).map(move |c| (g, c)))
         .collect();
+    let leaves = leaf_ranges(&schema);
+    let task_bytes = |&(g, c): &(usize, usize)| -> i64 {
+        let chunks = row_groups[g].columns();
+        leaves[c]
+            .clone()
+            .filter_map(|l| chunks.get(l))
+            .map(|l| l.uncompressed_size())
+            .sum()
+    };
+    tasks.sort_by_key(|t| std::cmp::Reverse(task_bytes(t)));
     let mut decoded = tasks
         .par_iter()
         .map(|&(group, column)| {
@@ -229,17 +241,19 @@ pub fn read_parquet_file(
                 .build()?;
                 reader.map(|b| Ok(b?.column(0).clone())).collect()
             };
-            no_panic(read)
+            let arrays = no_panic(read)
                 .and_then(|r| r.map_err(|e| e.to_string()))
                 .map_err(|e| {
                     corrupt(format!(
                         "row group {group}, column \"{}\": {e}",
                         schema.field(column).name()
                     ))
-                })
+                })?;
+            Ok(((group, column), arrays))
         })
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter();
+        .collect::<Result<Vec<_>, UnloadError>>()?;
+    decoded.sort_by_key(|&(task, _)| task);
+    let mut decoded = decoded.into_iter().map(|(_, arrays)| arrays);
 
     let mut batches = Vec::new();
     for (group, &rows) in sizes.iter().enumerate() {
@@ -294,17 +308,17 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), UnloadError> {
     }
 }
 
-/// Bytes of Arrow data in `batch` (its slice, not the whole buffers it shares).
+/// Bytes of Arrow data in `column` (its slice, not the whole buffers it shares).
+fn column_bytes(column: &ArrayRef) -> usize {
+    column
+        .to_data()
+        .get_slice_memory_size()
+        .unwrap_or_else(|_| column.get_array_memory_size())
+}
+
+/// Bytes of Arrow data in `batch`.
 fn arrow_bytes(batch: &RecordBatch) -> usize {
-    batch
-        .columns()
-        .iter()
-        .map(|c| {
-            c.to_data()
-                .get_slice_memory_size()
-                .unwrap_or_else(|_| c.get_array_memory_size())
-        })
-        .sum()
+    batch.columns().iter().map(column_bytes).sum()
 }
 
 /// Checks the batches against `schema` and groups their rows (slices, no copies) into row
@@ -344,6 +358,21 @@ fn plan_row_groups(
     Ok(groups)
 }
 
+/// For each field of `schema`, the range of its Parquet leaf columns.
+fn leaf_ranges(schema: &SchemaRef) -> Vec<std::ops::Range<usize>> {
+    let mut start = 0;
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let end = start + leaf_count(f.data_type());
+            let range = start..end;
+            start = end;
+            range
+        })
+        .collect()
+}
+
 /// Number of Parquet leaf columns an Arrow field of `data_type` becomes.
 fn leaf_count(data_type: &DataType) -> usize {
     match data_type {
@@ -381,20 +410,23 @@ fn encode_row_group(
         )));
     }
     let mut writers = writers.into_iter();
-    let per_field: Vec<(usize, Vec<ArrowColumnWriter>)> = schema
+    let mut per_field: Vec<(usize, usize, Vec<ArrowColumnWriter>)> = schema
         .fields()
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            (
-                i,
-                writers.by_ref().take(leaf_count(f.data_type())).collect(),
-            )
+            let bytes = group.iter().map(|b| column_bytes(b.column(i))).sum();
+            let writers = writers.by_ref().take(leaf_count(f.data_type())).collect();
+            (i, bytes, writers)
         })
         .collect();
-    let chunks = per_field
+    // Largest columns first, one column per task: a long string column started last would
+    // leave the other threads idle while it finishes.
+    per_field.sort_by_key(|&(_, bytes, _)| std::cmp::Reverse(bytes));
+    let mut chunks = per_field
         .into_par_iter()
-        .map(|(i, mut writers)| {
+        .with_max_len(1)
+        .map(|(i, _, mut writers)| {
             check_cancel(cancel)?;
             let field = schema.field(i);
             for batch in group {
@@ -403,13 +435,15 @@ fn encode_row_group(
                     writer.write(leaf)?;
                 }
             }
-            writers
+            let chunks = writers
                 .into_iter()
                 .map(|w| w.close().map_err(UnloadError::from))
-                .collect::<Result<Vec<_>, _>>()
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((i, chunks))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(chunks.into_iter().flatten().collect())
+        .collect::<Result<Vec<_>, UnloadError>>()?;
+    chunks.sort_by_key(|&(i, _)| i);
+    Ok(chunks.into_iter().flat_map(|(_, c)| c).collect())
 }
 
 /// Appends encoded column chunks to the file as one row group; nothing for no chunks.

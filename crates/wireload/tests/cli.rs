@@ -401,11 +401,17 @@ fn demo_runs_the_cycle() {
     assert_eq!(groups, expected, "{text}");
     for q in 1..=22 {
         assert!(
-            text.lines().any(|l| l.trim_start().starts_with(&format!("Q{q} "))),
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("Q{q} "))),
             "no line for Q{q}:\n{text}"
         );
     }
-    for phase in ["load CSV", "22 queries", "unload (Arrow, LZ4)", "reload (Arrow, LZ4)"] {
+    for phase in [
+        "load CSV",
+        "22 queries",
+        "unload (Arrow, LZ4)",
+        "reload (Arrow, LZ4)",
+    ] {
         assert!(text.contains(phase), "no phase {phase}:\n{text}");
     }
 }
@@ -433,7 +439,10 @@ fn bench_tpch_reports_json() {
             .collect();
         assert_eq!(phases, ["load", "queries", "unload", "reload"]);
         assert_eq!(run["phases"][0]["rows"], 86_805);
-        assert_eq!(run["phases"][3]["rows"], 86_805, "reload brings every row back");
+        assert_eq!(
+            run["phases"][3]["rows"], 86_805,
+            "reload brings every row back"
+        );
         let queries = run["queries"].as_array().unwrap();
         assert_eq!(queries.len(), 22);
         assert_eq!(queries[0]["rows"], 4, "Q1 has 4 groups");
