@@ -591,7 +591,10 @@ async fn copy_statement_errors() {
         (format!("COPY t (a) FROM {f}"), "table order"),
         (format!("COPY nope FROM {f}"), "\"nope\" does not exist"),
         ("COPY t FROM STDIN".to_string(), "STDIN"),
-        (format!("COPY t FROM {f} WITH (FORMAT json)"), "only csv"),
+        (
+            format!("COPY t FROM {f} WITH (FORMAT json)"),
+            "csv, arrow or parquet",
+        ),
         (
             format!("COPY t FROM {f} WITH (DELIMITER 'ab')"),
             "single one-byte",

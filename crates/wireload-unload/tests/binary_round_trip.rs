@@ -1061,8 +1061,10 @@ fn compat_table() -> Vec<RecordBatch> {
 }
 
 /// Compatibility, step 1 (manual; CI has no Python): writes our files to
-/// `$WIRELOAD_COMPAT_DIR/ours/` for `bench/compat_binary.py`-style checks with pyarrow,
-/// Polars and DuckDB, which write their own files to `$WIRELOAD_COMPAT_DIR/foreign/`.
+/// `$WIRELOAD_COMPAT_DIR/ours/`, with `reference.arrow` from arrow-rs' own `FileWriter`.
+/// A script then reads every file there with pyarrow, Polars and DuckDB, compares each
+/// with the reference, and writes the same table with each of them to
+/// `$WIRELOAD_COMPAT_DIR/foreign/` for step 2.
 #[test]
 #[ignore]
 fn compat_write() {
