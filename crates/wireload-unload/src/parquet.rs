@@ -58,12 +58,13 @@ const READ_BATCH_ROWS: usize = 1 << 20;
 
 /// How the column chunks of a Parquet file are compressed.
 ///
-/// The default is [`ParquetCompression::Zstd`] (level 1): on lineitem-like data it makes
-/// files about a third smaller than Snappy or LZ4 at a similar encoding cost (most of the
-/// writer's time is Parquet encoding, not compression), every Parquet reader of the last
-/// years reads it, and Parquet files are usually made to be kept or shipped, where size
-/// matters. Choose [`ParquetCompression::Snappy`] for the widest compatibility or
-/// [`ParquetCompression::Lz4Raw`] for the fastest reads.
+/// The default is [`ParquetCompression::Zstd`] (level 1). On TPC-H lineitem (1M rows, 172 MB
+/// of Arrow data) it makes a file a fifth smaller than Snappy or LZ4 (25.7 MB against 32.4
+/// and 33.2 MB), writes about 10% slower (most of the writer's time is Parquet encoding,
+/// not compression) and reads as fast as Snappy. Every Parquet reader of the last years
+/// reads it (pyarrow, Polars, DuckDB, Spark), and Parquet files are usually made to be kept
+/// or shipped, where size matters. Choose [`ParquetCompression::Snappy`] for the widest
+/// compatibility (old readers) or [`ParquetCompression::Lz4Raw`] for the fastest reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ParquetCompression {
     /// No compression.
