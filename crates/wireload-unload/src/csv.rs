@@ -41,11 +41,10 @@ mod format;
 mod out;
 mod quote;
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use arrow::array::{Array, AsArray, RecordBatch};
@@ -53,6 +52,7 @@ use arrow::datatypes::SchemaRef;
 use rayon::prelude::*;
 use wireload_csv::Dialect;
 
+use crate::files::AtomicFile;
 use crate::{UnloadError, UnloadReport};
 use column::{Cell, ColumnPlan, ColumnText, Kind, MAX_COLUMN_TEXT};
 use out::Out;
@@ -78,8 +78,8 @@ pub fn write_csv_file(
     if cancel.load(Ordering::Relaxed) {
         return Err(UnloadError::Cancelled);
     }
-    let mut temp = TempFile::create(path)?;
-    let bytes = run(&mut temp.file, &job, cancel, path)?;
+    let temp = AtomicFile::create(path)?;
+    let bytes = run(&mut temp.file(), &job, cancel, path)?;
     if cancel.load(Ordering::Relaxed) {
         return Err(UnloadError::Cancelled);
     }
@@ -534,64 +534,6 @@ fn run<W: Write>(
             return Ok(bytes);
         }
         std::mem::swap(&mut current, &mut upcoming);
-    }
-}
-
-/// A file written under a temporary name beside its target, removed unless committed.
-struct TempFile {
-    file: File,
-    temp: PathBuf,
-    target: PathBuf,
-    committed: bool,
-}
-
-impl TempFile {
-    /// Creates a new, empty temporary file beside `target`.
-    fn create(target: &Path) -> Result<Self, UnloadError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let name = target.file_name().ok_or_else(|| {
-            UnloadError::Options(format!("{}: not a file name", target.display()))
-        })?;
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(name);
-        temp_name.push(format!(".{}-{n}.wireload-tmp", std::process::id()));
-        let temp = target.with_file_name(temp_name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|source| UnloadError::Io {
-                path: target.to_path_buf(),
-                source,
-            })?;
-        Ok(TempFile {
-            file,
-            temp,
-            target: target.to_path_buf(),
-            committed: false,
-        })
-    }
-
-    /// Syncs the file and renames it to its target, so the target is never a partial file.
-    fn commit(&mut self) -> Result<(), UnloadError> {
-        let io = |source| UnloadError::Io {
-            path: self.target.clone(),
-            source,
-        };
-        self.file.flush().map_err(io)?;
-        self.file.sync_all().map_err(io)?;
-        std::fs::rename(&self.temp, &self.target).map_err(io)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.temp);
-        }
     }
 }
 

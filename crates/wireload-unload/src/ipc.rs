@@ -28,8 +28,6 @@
 //!
 //! [Arrow IPC file format]: https://arrow.apache.org/docs/format/Columnar.html#ipc-file-format
 
-pub(crate) mod files;
-
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -47,8 +45,8 @@ use arrow_ipc::writer::{
 use arrow_ipc::{Block, CompressionType, MessageHeader, MetadataVersion};
 use rayon::prelude::*;
 
+use crate::files::{AtomicFile, detach_batch, io_error, map_file, no_panic};
 use crate::{UnloadError, UnloadReport};
-use files::{AtomicFile, detach_batch, io_error, map_file, no_panic};
 
 /// Rows per record batch in the file. Batches are cut into pieces of at most this many rows
 /// (nearly equal ones) so that the threads share the work of one large batch. On lineitem,

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod files;
 mod report;
 
 pub mod csv;

@@ -36,7 +36,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use rayon::prelude::*;
 
-use crate::ipc::files::{AtomicFile, detach_batch, map_file, no_panic};
+use crate::files::{AtomicFile, detach_batch, map_file, no_panic};
 use crate::ipc::split_batches;
 use crate::{UnloadError, UnloadReport};
 

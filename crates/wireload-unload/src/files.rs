@@ -1,4 +1,4 @@
-//! File plumbing shared by the Arrow IPC and Parquet writers and readers: a file that appears
+//! File plumbing shared by the CSV, Arrow IPC and Parquet writers and readers: a file that appears
 //! only when complete, a read-only mapping of a file, and the copy that detaches decoded
 //! arrays from that mapping.
 
