@@ -1281,26 +1281,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--peer-version", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if (
-        not os.path.isabs(args.wireload)
-        and not os.path.exists(args.wireload)
-        and (REPO / args.wireload).exists()
-    ):
-        args.wireload = str(REPO / args.wireload)
-    if args.data_dir is None:
-        args.data_dir = f"/dev/shm/wireload-tpch-sf{loadbench.fmt_sf(args.sf)}"
-    if args.runs < 1:
-        p.error("--runs must be at least 1")
-    if args.threads < 1:
-        p.error("--threads must be at least 1")
-    if args.only:
-        names = [n.strip() for n in args.only.split(",") if n.strip()]
-        bad = [n for n in names if n not in CONTESTANTS]
-        if bad:
-            p.error(f"unknown contestant(s) {', '.join(bad)}; choose from {', '.join(CONTESTANTS)}")
-        args.contestants = [c for c in CONTESTANTS if c in names]
-    else:
-        args.contestants = list(CONTESTANTS)
+    loadbench.check_common_args(p, args, CONTESTANTS)
     return args
 
 

@@ -632,6 +632,32 @@ def git_commit() -> str:
         return "unknown"
 
 
+def check_common_args(
+    p: argparse.ArgumentParser, args: argparse.Namespace, contestants: list[str]
+) -> None:
+    """Checks and completes the options bench scripts share: --wireload (relative paths also
+    work from outside the repository root), --data-dir, --runs, --threads and --only
+    (sets args.contestants)."""
+    if not os.path.isabs(args.wireload) and not os.path.exists(args.wireload):
+        repo_root = Path(__file__).resolve().parent.parent
+        if (repo_root / args.wireload).exists():
+            args.wireload = str(repo_root / args.wireload)
+    if args.data_dir is None:
+        args.data_dir = f"/dev/shm/wireload-tpch-sf{fmt_sf(args.sf)}"
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    if args.threads < 1:
+        p.error("--threads must be at least 1")
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        bad = [n for n in names if n not in contestants]
+        if bad:
+            p.error(f"unknown contestant(s) {', '.join(bad)}; choose from {', '.join(contestants)}")
+        args.contestants = [c for c in contestants if c in names]
+    else:
+        args.contestants = list(contestants)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -656,25 +682,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--peer-version", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if not os.path.isabs(args.wireload) and not os.path.exists(args.wireload):
-        # relative paths also work from outside the repository root
-        repo_root = Path(__file__).resolve().parent.parent
-        if (repo_root / args.wireload).exists():
-            args.wireload = str(repo_root / args.wireload)
-    if args.data_dir is None:
-        args.data_dir = f"/dev/shm/wireload-tpch-sf{fmt_sf(args.sf)}"
-    if args.runs < 1:
-        p.error("--runs must be at least 1")
-    if args.threads < 1:
-        p.error("--threads must be at least 1")
-    if args.only:
-        names = [n.strip() for n in args.only.split(",") if n.strip()]
-        bad = [n for n in names if n not in CONTESTANTS]
-        if bad:
-            p.error(f"unknown contestant(s) {', '.join(bad)}; choose from {', '.join(CONTESTANTS)}")
-        args.contestants = [c for c in CONTESTANTS if c in names]
-    else:
-        args.contestants = list(CONTESTANTS)
+    check_common_args(p, args, CONTESTANTS)
     if args.threads == 1 and "wireload-1t" in args.contestants:
         args.contestants.remove("wireload-1t")
     return args

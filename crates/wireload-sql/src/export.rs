@@ -259,7 +259,13 @@ fn write_export(
                 compression,
                 &ctl.cancel,
             )?;
-            let (crc, bytes) = checksum(&path)?;
+            let crc = report.crc32.ok_or_else(|| {
+                export_error(format!(
+                    "{}: the writer reported no checksum",
+                    path.display()
+                ))
+            })?;
+            let bytes = report.bytes;
             total_rows += report.rows;
             total_bytes += bytes;
             files.push(json!({

@@ -83,8 +83,11 @@ pub fn write_csv_file(
     if cancel.load(Ordering::Relaxed) {
         return Err(UnloadError::Cancelled);
     }
-    temp.commit()?;
-    Ok(job.report(bytes, started))
+    let committed = temp.commit()?;
+    Ok(UnloadReport {
+        crc32: Some(committed.crc32),
+        ..job.report(bytes, started)
+    })
 }
 
 /// Writes `batches` (all of `schema`) as CSV into `out`, as [`write_csv_file`] does but
@@ -194,6 +197,7 @@ impl<'a> Job<'a> {
             rows: self.rows(),
             bytes,
             elapsed: started.elapsed(),
+            crc32: None,
         }
     }
 

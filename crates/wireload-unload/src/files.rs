@@ -4,10 +4,11 @@
 
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
 
 use arrow::array::{Array, ArrayData, ArrayRef, MutableArrayData, RecordBatch, make_array};
 use arrow::error::ArrowError;
@@ -31,6 +32,38 @@ pub(crate) struct AtomicFile {
     target: PathBuf,
     temp: PathBuf,
     file: Option<File>,
+    /// CRC-32 of every byte written through [`AtomicFile::file`].
+    crc: Mutex<crc32fast::Hasher>,
+}
+
+/// The writer of an [`AtomicFile`]: writes to the file and adds the bytes to its checksum.
+pub(crate) struct ChecksummedFile<'a> {
+    file: &'a File,
+    crc: &'a Mutex<crc32fast::Hasher>,
+}
+
+impl Write for ChecksummedFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.crc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// What a committed [`AtomicFile`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Committed {
+    /// Length in bytes.
+    pub len: u64,
+    /// CRC-32 of the bytes.
+    pub crc32: u32,
 }
 
 impl AtomicFile {
@@ -54,12 +87,16 @@ impl AtomicFile {
             target: target.to_path_buf(),
             temp,
             file: Some(file),
+            crc: Mutex::new(crc32fast::Hasher::new()),
         })
     }
 
-    /// The open temporary file.
-    pub(crate) fn file(&self) -> &File {
-        self.file.as_ref().expect("the file is open until commit")
+    /// A writer into the temporary file (every byte must go through one, for the checksum).
+    pub(crate) fn file(&self) -> ChecksummedFile<'_> {
+        ChecksummedFile {
+            file: self.file.as_ref().expect("the file is open until commit"),
+            crc: &self.crc,
+        }
     }
 
     /// The target path, for error messages.
@@ -68,8 +105,8 @@ impl AtomicFile {
     }
 
     /// Flushes the file to disk, renames it onto the target and syncs the directory.
-    /// Returns the file's length.
-    pub(crate) fn commit(mut self) -> Result<u64, UnloadError> {
+    /// Returns the file's length and checksum.
+    pub(crate) fn commit(mut self) -> Result<Committed, UnloadError> {
         let file = self.file.take().expect("commit is called once");
         let result = (|| {
             file.sync_all()?;
@@ -101,7 +138,13 @@ impl AtomicFile {
                 let _ = dir.sync_all();
             }
         }
-        Ok(len)
+        let crc32 = self
+            .crc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .finalize();
+        Ok(Committed { len, crc32 })
     }
 }
 
@@ -210,4 +253,28 @@ pub(crate) fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
             .unwrap_or_else(|| "unknown panic".to_string());
         format!("the decoder failed on malformed data ({text})")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_reports_the_checksum_of_the_bytes_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bin");
+        let out = AtomicFile::create(&target).unwrap();
+        let mut w = std::io::BufWriter::with_capacity(7, out.file());
+        for i in 0..1000u32 {
+            w.write_all(&i.to_le_bytes()[..(i % 4) as usize + 1])
+                .unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let committed = out.commit().unwrap();
+        let on_disk = std::fs::read(&target).unwrap();
+        assert_eq!(committed.len, on_disk.len() as u64);
+        assert_eq!(committed.crc32, crc32fast::hash(&on_disk));
+        assert_ne!(committed.crc32, crc32fast::hash(&on_disk[1..]));
+    }
 }

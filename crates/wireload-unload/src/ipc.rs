@@ -150,11 +150,12 @@ pub fn write_arrow_file(
     writer.write_batches(encoded)?;
     check_cancel(cancel)?;
     writer.finish(schema)?;
-    let bytes = out.commit()?;
+    let committed = out.commit()?;
     Ok(UnloadReport {
         rows,
-        bytes,
+        bytes: committed.len,
         elapsed: start.elapsed(),
+        crc32: Some(committed.crc32),
     })
 }
 
@@ -213,6 +214,7 @@ pub fn read_arrow_file(
         rows,
         bytes: map.len() as u64,
         elapsed: start.elapsed(),
+        crc32: None,
     };
     Ok((file.schema, batches, report))
 }

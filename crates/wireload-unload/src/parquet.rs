@@ -138,11 +138,12 @@ pub fn write_parquet_file(
     check_cancel(cancel)?;
     // Writes the footer and flushes.
     writer.into_inner()?;
-    let bytes = out.commit()?;
+    let committed = out.commit()?;
     Ok(UnloadReport {
         rows,
-        bytes,
+        bytes: committed.len,
         elapsed: start.elapsed(),
+        crc32: Some(committed.crc32),
     })
 }
 
@@ -297,6 +298,7 @@ pub fn read_parquet_file(
         rows,
         bytes: map.len() as u64,
         elapsed: start.elapsed(),
+        crc32: None,
     };
     Ok((schema, batches, report))
 }

@@ -11,6 +11,9 @@ pub struct UnloadReport {
     pub bytes: u64,
     /// Wall time.
     pub elapsed: Duration,
+    /// CRC-32 of the file's bytes, for files written by the `write_*_file` functions
+    /// (computed while writing); None for reads and for [`crate::csv::write_csv`].
+    pub crc32: Option<u32>,
 }
 
 impl UnloadReport {
