@@ -12,10 +12,12 @@ use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
-use wireload_storage::{Partitioning, Table};
+use wireload_index::{EntryRef, Index};
+use wireload_storage::{Partitioning, RowId, Table, TableIndex, TableVersion};
 use wireload_types::{ColumnDef, SqlType};
 
-use crate::error::LoadError;
+use crate::error::{KeySite, LoadError};
+use crate::indexing::{BufferKeyError, LoadIndexes, version_row};
 use crate::options::{LoadControl, LoadReport};
 use crate::partition::partition_ids;
 
@@ -95,7 +97,9 @@ pub fn append_batches(
     }
     let chunks = added.iter().map(Vec::len).sum();
     let guard = table.begin_write();
-    let next = guard.base().with_appended(added);
+    let base = guard.base();
+    let indexes = index_chunks(table, file, base, &added, &first_rows)?;
+    let next = base.with_appended(added, indexes);
     guard.publish(next);
     ctl.bytes_done.store(bytes, Relaxed);
     Ok(LoadReport {
@@ -104,6 +108,89 @@ pub fn append_batches(
         bytes,
         seconds: start.elapsed().as_secs_f64(),
         chunks,
+    })
+}
+
+/// The base version's indexes with the keys of the `added` chunks merged in: every chunk a
+/// segment, indexed in parallel, then merged. `first_rows[k]` is the source row of chunk `k`'s
+/// first row when the table has one partition (so chunks are the source's row groups).
+fn index_chunks(
+    table: &Table,
+    file: &str,
+    base: &TableVersion,
+    added: &[Vec<RecordBatch>],
+    first_rows: &[u64],
+) -> Result<Vec<TableIndex>, LoadError> {
+    let def = table.def();
+    let indexes = LoadIndexes::new(def, base);
+    if indexes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let base_chunks = base.chunk_counts();
+    // slot k: the k-th added chunk, partition by partition
+    let slots: Vec<(usize, usize)> = added
+        .iter()
+        .enumerate()
+        .flat_map(|(p, cs)| (0..cs.len()).map(move |k| (p, k)))
+        .collect();
+    let single = added.len() == 1;
+    let site = |slot: usize, pos: usize| KeySite::Row {
+        file: file.to_string(),
+        row: single.then(|| first_rows[slots[slot].1] + pos as u64 + 1),
+    };
+    let built: Vec<Vec<Index>> = slots
+        .par_iter()
+        .enumerate()
+        .map(|(slot, &(p, k))| {
+            let batch = &added[p][k];
+            indexes.build(slot as u32, batch).map_err(|e| match e {
+                BufferKeyError::Null { index, row, column } => {
+                    indexes.null_error(def, index, column, site(slot, row))
+                }
+                BufferKeyError::Key { index, error } => indexes.key_error(index, error),
+                BufferKeyError::Duplicate {
+                    index,
+                    first,
+                    second,
+                } => indexes.duplicate_error(
+                    def,
+                    index,
+                    indexes.key_text(index, batch, second),
+                    site(slot, first),
+                    site(slot, second),
+                ),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let mut parts: Vec<Vec<Index>> = vec![Vec::with_capacity(slots.len()); indexes.len()];
+    for per_chunk in built {
+        for (i, ix) in per_chunk.into_iter().enumerate() {
+            parts[i].push(ix);
+        }
+    }
+    let place = |slot: u32| {
+        let (p, k) = slots[slot as usize];
+        RowId {
+            partition: p as u32,
+            chunk: (base_chunks[p] + k) as u32,
+            row: 0,
+        }
+    };
+    indexes.merge(parts, &place).map_err(|(i, dup)| {
+        let locate = |e: EntryRef| match indexes.slot(i, e) {
+            Some(slot) => {
+                let (p, k) = slots[slot as usize];
+                (
+                    site(slot as usize, e.pos() as usize),
+                    (&added[p][k], e.pos() as usize),
+                )
+            }
+            None => (KeySite::Table, version_row(base, indexes.base_row(i, e))),
+        };
+        let (first, _) = locate(dup.first);
+        let (second, (batch, row)) = locate(dup.second);
+        let key = indexes.key_text(i, batch, row);
+        indexes.duplicate_error(def, i, key, first, second)
     })
 }
 

@@ -31,6 +31,43 @@ impl fmt::Display for Position {
     }
 }
 
+/// Where a key named in an error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySite {
+    /// A record of a CSV input.
+    Line {
+        /// the source's name
+        file: String,
+        /// 1-based physical line of the record's start
+        line: u64,
+        /// 0-based byte offset of the record
+        byte: u64,
+    },
+    /// A row of a binary (Arrow IPC, Parquet) input.
+    Row {
+        /// the source's name
+        file: String,
+        /// 1-based row number, when known
+        row: Option<u64>,
+    },
+    /// A row the table held before the load.
+    Table,
+}
+
+impl fmt::Display for KeySite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeySite::Line { file, line, byte } => write!(f, "{file}: line {line}, byte {byte}"),
+            KeySite::Row {
+                file,
+                row: Some(row),
+            } => write!(f, "{file}: row {row}"),
+            KeySite::Row { file, row: None } => write!(f, "{file}"),
+            KeySite::Table => write!(f, "a row already in the table"),
+        }
+    }
+}
+
 /// Why a load failed. After any of these the table is unchanged.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -96,6 +133,42 @@ pub enum LoadError {
         column_name: String,
         /// what is wrong
         message: String,
+    },
+    /// The load would give two rows of a unique index (PRIMARY KEY, UNIQUE) the same key.
+    #[error(
+        "duplicate key value violates unique constraint \"{index}\": key ({columns})=({key}) at {second} duplicates the key at {first}"
+    )]
+    DuplicateKey {
+        /// the index (constraint) name
+        index: String,
+        /// the key columns, comma-separated
+        columns: String,
+        /// the key value, comma-separated
+        key: String,
+        /// where the second occurrence is
+        second: Box<KeySite>,
+        /// where the first occurrence is
+        first: Box<KeySite>,
+    },
+    /// A unique index cannot be created: the table already holds two rows with equal keys.
+    #[error("could not create unique index \"{index}\": key ({columns})=({key}) is duplicated")]
+    DuplicateInTable {
+        /// the index name
+        index: String,
+        /// the key columns, comma-separated
+        columns: String,
+        /// the key value, comma-separated
+        key: String,
+    },
+    /// A NULL in a key column of a unique index.
+    #[error("null value in column \"{column}\" violates unique constraint \"{index}\" at {site}")]
+    NullKey {
+        /// the index (constraint) name
+        index: String,
+        /// the key column
+        column: String,
+        /// where the row is
+        site: KeySite,
     },
     /// The dialect or options are invalid.
     #[error("invalid load options: {0}")]

@@ -8,6 +8,7 @@
 mod append;
 mod error;
 mod hints;
+mod indexing;
 mod merge;
 mod options;
 mod partition;
@@ -16,7 +17,7 @@ mod source;
 mod task;
 
 pub use append::append_batches;
-pub use error::{LoadError, Position};
+pub use error::{KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use pipeline::default_chunk_size;
 pub use source::Source;
@@ -43,6 +44,13 @@ pub fn load_into(
         }
         _ => pipeline::load(table, source, opts, ctl),
     }
+}
+
+/// Builds the index `index` over the rows `table` holds now, in parallel, and publishes the
+/// version that has it. Returns the number of keys. Fails (publishing nothing) when the index
+/// is unique and two rows have equal keys or a key is NULL.
+pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<usize, LoadError> {
+    indexing::create_index(table, index)
 }
 
 /// The column names in the header record of `source` (the first record, parsed with `dialect`).

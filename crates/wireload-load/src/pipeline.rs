@@ -9,11 +9,12 @@ use wireload_csv::{
     FieldBatch, ScanConfig, ScanError, ScanErrorKind, chunk_ranges, chunk_start_states, line_of,
     reference::first_record, skip_bom,
 };
-use wireload_storage::{Partitioning, Table};
+use wireload_storage::{Partitioning, RowId, Table, TableDef};
 use wireload_types::{ColumnDef, ValueError};
 
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
+use crate::indexing::{LoadIndexes, version_row};
 use crate::merge::{InsertMerge, chunk_merge, copy_merge};
 use crate::options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 use crate::source::Source;
@@ -38,6 +39,10 @@ pub(crate) struct LoadCtx<'a> {
     pub ctl: &'a LoadControl,
     /// lowest index of a chunk that failed (usize::MAX: none)
     pub failed: AtomicUsize,
+    /// the table's definition
+    pub def: &'a TableDef,
+    /// the indexes the tasks fill
+    pub indexes: LoadIndexes,
 }
 
 impl LoadCtx<'_> {
@@ -193,10 +198,13 @@ pub(crate) fn load(
     let chunk_size = opts
         .chunk_size
         .unwrap_or_else(|| default_chunk_size(threads))
-        .max(1);
+        // buffer row offsets are 32-bit, and bigger chunks gain nothing
+        .clamp(1, 1 << 30);
     let chunks = chunk_ranges(start, data.len(), chunk_size);
     let states = chunk_start_states(data, &chunks, &scan, opts.mode);
     let sample = &data[start..(start + (1 << 20)).min(data.len())];
+    // One writer at a time; readers keep their snapshots throughout.
+    let guard = table.begin_write();
     let ctx = LoadCtx {
         data,
         file,
@@ -217,10 +225,9 @@ pub(crate) fn load(
         .all(|b| b.is_ascii()),
         ctl,
         failed: AtomicUsize::new(usize::MAX),
+        def,
+        indexes: LoadIndexes::new(def, guard.base()),
     };
-
-    // One writer at a time; readers keep their snapshots throughout.
-    let guard = table.begin_write();
     let insert = (opts.merge == MergeStrategy::Insert)
         .then(|| InsertMerge::new(&def.schema.columns, partitions));
     let results: Vec<Result<task::TaskOutput, TaskFailure>> = chunks
@@ -246,11 +253,19 @@ pub(crate) fn load(
 
     let mut outputs = Vec::with_capacity(results.len());
     let mut rows = 0u64;
+    let mut index_parts: Vec<Vec<wireload_index::Index>> = vec![Vec::new(); ctx.indexes.len()];
+    let mut part_rows = Vec::with_capacity(results.len());
+    let mut row_starts = Vec::with_capacity(results.len());
     for r in results {
         match r {
             Ok(out) => {
                 rows += out.rows;
                 outputs.push(out.buffers);
+                for (all, mine) in index_parts.iter_mut().zip(out.indexes) {
+                    all.extend(mine);
+                }
+                part_rows.push(out.part_rows);
+                row_starts.push(out.row_starts);
             }
             Err(TaskFailure::Error(e)) => return Err(e),
             Err(TaskFailure::Abandoned) => {
@@ -265,12 +280,79 @@ pub(crate) fn load(
     if ctl.cancel.load(Relaxed) {
         return Err(LoadError::Cancelled);
     }
-    let added = match (opts.merge, insert) {
-        (MergeStrategy::Insert, Some(ins)) => ins.finish(&ctx.schema),
-        (MergeStrategy::Copy, _) => copy_merge(outputs, partitions, &ctx.schema),
-        _ => chunk_merge(outputs, partitions),
+    // where each buffer's first row lands: chunk merge appends each buffer as a chunk; copy
+    // and insert merges make one chunk per partition with the buffers in task order
+    let base = guard.base();
+    let base_chunks = base.chunk_counts();
+    let mut placement = vec![RowId::default(); part_rows.len() * partitions];
+    for (p, &first_chunk) in base_chunks.iter().enumerate() {
+        let (mut chunk, mut row) = (first_chunk, 0usize);
+        for (t, pr) in part_rows.iter().enumerate() {
+            if pr[p] == 0 {
+                continue;
+            }
+            placement[t * partitions + p] = RowId {
+                partition: p as u32,
+                chunk: chunk as u32,
+                row: row as u32,
+            };
+            match opts.merge {
+                MergeStrategy::Chunk => chunk += 1,
+                _ => row += pr[p],
+            }
+        }
+    }
+    // buffers and indexes merge side by side
+    let (added, indexes) = rayon::join(
+        || match (opts.merge, insert) {
+            (MergeStrategy::Insert, Some(ins)) => ins.finish(&ctx.schema),
+            (MergeStrategy::Copy, _) => copy_merge(outputs, partitions, &ctx.schema),
+            _ => chunk_merge(outputs, partitions),
+        },
+        || {
+            if ctx.indexes.is_empty() {
+                return Ok(Vec::new());
+            }
+            ctx.indexes
+                .merge(index_parts, &|slot| placement[slot as usize])
+        },
+    );
+    let indexes = match indexes {
+        Ok(ix) => ix,
+        Err((i, dup)) => {
+            // name both rows: new ones by their input line, old ones as table rows
+            let site = |e: wireload_index::EntryRef| match ctx.indexes.slot(i, e) {
+                Some(slot) => {
+                    let (t, p) = (slot as usize / partitions, slot as usize % partitions);
+                    let byte = chunks[t].start + row_starts[t][p][e.pos() as usize] as usize;
+                    crate::error::KeySite::Line {
+                        file: ctx.file.clone(),
+                        line: line_of(data, byte),
+                        byte: byte as u64,
+                    }
+                }
+                None => crate::error::KeySite::Table,
+            };
+            let at = match ctx.indexes.slot(i, dup.second) {
+                Some(slot) => {
+                    let mut id = placement[slot as usize];
+                    id.row += dup.second.pos();
+                    let chunk = id.chunk as usize - base_chunks[id.partition as usize];
+                    (&added[id.partition as usize][chunk], id.row as usize)
+                }
+                None => version_row(base, ctx.indexes.base_row(i, dup.second)),
+            };
+            let key = ctx.indexes.key_text(i, at.0, at.1);
+            return Err(ctx.indexes.duplicate_error(
+                def,
+                i,
+                key,
+                site(dup.first),
+                site(dup.second),
+            ));
+        }
     };
-    let next = guard.base().with_appended(added);
+    let next = base.with_appended(added, indexes);
     guard.publish(next);
     Ok(LoadReport {
         table: table.name().to_string(),

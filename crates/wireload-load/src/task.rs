@@ -6,20 +6,29 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
-use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start};
+use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start, line_of};
+use wireload_index::Index;
 use wireload_types::{ColumnBuilder, Field};
 
-use crate::error::LoadError;
+use crate::error::{KeySite, LoadError};
+use crate::indexing::BufferKeyError;
 use crate::partition::partition_ids;
 use crate::pipeline::LoadCtx;
 
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;
 
-/// What a task hands to the merge: one buffer per partition (None when it got no rows).
+/// What a task hands to the merge: one buffer per partition (None when it got no rows),
+/// and the buffer indexes of every table index.
 pub(crate) struct TaskOutput {
     pub buffers: Vec<Option<RecordBatch>>,
     pub rows: u64,
+    /// rows of each partition buffer
+    pub part_rows: Vec<usize>,
+    /// `indexes[i]`: buffer indexes of table index `i` (one per non-empty buffer)
+    pub indexes: Vec<Vec<Index>>,
+    /// with unique indexes: each buffer row's record start, relative to the chunk start
+    pub row_starts: Vec<Vec<u32>>,
 }
 
 /// Why a task stopped without output.
@@ -55,6 +64,9 @@ pub(crate) fn run(
         return Ok(TaskOutput {
             buffers: vec![None; nparts],
             rows: 0,
+            part_rows: vec![0; nparts],
+            indexes: vec![Vec::new(); ctx.indexes.len()],
+            row_starts: vec![Vec::new(); nparts],
         });
     }
     let ncols = ctx.columns.len();
@@ -78,6 +90,8 @@ pub(crate) fn run(
     let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
     let mut batch = FieldBatch::new(ncols);
     let mut part_rows = vec![0usize; nparts];
+    let track_rows = ctx.indexes.any_unique();
+    let mut row_starts: Vec<Vec<u32>> = vec![Vec::new(); nparts];
     let mut pids: Vec<u32> = Vec::new();
     let mut order: Vec<u32> = Vec::new();
     let mut bounds: Vec<usize> = Vec::new();
@@ -115,6 +129,9 @@ pub(crate) fn run(
                 appended.map_err(|e| earliest_error(ctx, &batch, e.index, c, e.error))?;
             }
             part_rows[0] += rows;
+            if track_rows {
+                row_starts[0].extend((0..rows).map(|r| (batch.row_start(r) - range.start) as u32));
+            }
         } else {
             let key = ctx.key_column.expect("partitioned table has a key");
             let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
@@ -141,6 +158,13 @@ pub(crate) fn run(
                     })?;
                 }
                 part_rows[p] += rows_p.len();
+                if track_rows {
+                    row_starts[p].extend(
+                        rows_p
+                            .iter()
+                            .map(|&r| (batch.row_start(r as usize) - range.start) as u32),
+                    );
+                }
             }
         }
         ctx.ctl
@@ -161,7 +185,7 @@ pub(crate) fn run(
         .collect();
     ctx.hints
         .record(done_at.saturating_sub(start), &part_rows, &str_bytes);
-    let buffers = builders
+    let buffers: Vec<Option<RecordBatch>> = builders
         .into_iter()
         .zip(&part_rows)
         .map(|(mut bs, &n)| {
@@ -171,9 +195,49 @@ pub(crate) fn run(
             })
         })
         .collect();
+    // the buffer indexes: keys of each partition buffer, one segment per buffer
+    let mut indexes: Vec<Vec<Index>> = vec![Vec::new(); ctx.indexes.len()];
+    for (p, buf) in buffers.iter().enumerate() {
+        let Some(batch) = buf else { continue };
+        let slot = (index * nparts + p) as u32;
+        let built = ctx.indexes.build(slot, batch).map_err(|e| {
+            let site = |row: usize| {
+                let byte = range.start + row_starts[p].get(row).copied().unwrap_or(0) as usize;
+                KeySite::Line {
+                    file: ctx.file.clone(),
+                    line: line_of(data, byte),
+                    byte: byte as u64,
+                }
+            };
+            let def = ctx.def;
+            match e {
+                BufferKeyError::Null { index, row, column } => {
+                    ctx.indexes.null_error(def, index, column, site(row))
+                }
+                BufferKeyError::Key { index, error } => ctx.indexes.key_error(index, error),
+                BufferKeyError::Duplicate {
+                    index,
+                    first,
+                    second,
+                } => ctx.indexes.duplicate_error(
+                    def,
+                    index,
+                    ctx.indexes.key_text(index, batch, second),
+                    site(first),
+                    site(second),
+                ),
+            }
+        })?;
+        for (i, ix) in built.into_iter().enumerate() {
+            indexes[i].push(ix);
+        }
+    }
     Ok(TaskOutput {
         buffers,
         rows: part_rows.iter().sum::<usize>() as u64,
+        part_rows,
+        indexes,
+        row_starts,
     })
 }
 

@@ -3,13 +3,13 @@
 use std::str::FromStr;
 
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateTableOptions, HiveDistributionStyle, Ident, ObjectName, ObjectNamePart,
-    ObjectType, Statement,
+    ColumnOption, CreateTableOptions, Expr, HiveDistributionStyle, Ident, IndexColumn, IndexOption,
+    IndexType, ObjectName, ObjectNamePart, ObjectType, Statement, TableConstraint,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_storage::{Partitioning, TableDef};
+use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::SqlError;
@@ -72,6 +72,114 @@ pub fn is_create_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWit
     false
 }
 
+/// A parsed `CREATE [UNIQUE] INDEX`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateIndex {
+    /// Index name (None: derived from table and columns).
+    pub name: Option<String>,
+    /// The table.
+    pub table: String,
+    /// Key column names in key order.
+    pub columns: Vec<String>,
+    /// `UNIQUE` was given.
+    pub unique: bool,
+    /// ART or HASH.
+    pub kind: IndexKind,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+}
+
+/// A parsed `DROP INDEX`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropIndex {
+    /// Index names.
+    pub names: Vec<String>,
+    /// `IF EXISTS` was given.
+    pub if_exists: bool,
+}
+
+/// True when the statement starts with `CREATE [UNIQUE] INDEX`.
+pub fn is_create_index(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    let mut it = tokens.iter().map(|t| &t.token);
+    it.next().is_some_and(|t| is_keyword(t, "create"))
+        && match it.next() {
+            Some(t) if is_keyword(t, "unique") => it.next().is_some_and(|t| is_keyword(t, "index")),
+            Some(t) => is_keyword(t, "index"),
+            None => false,
+        }
+}
+
+/// True when the statement is `DROP INDEX ...`.
+pub fn is_drop_index(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    tokens.len() >= 2
+        && is_keyword(&tokens[0].token, "drop")
+        && is_keyword(&tokens[1].token, "index")
+}
+
+/// Parses `CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON table [USING ART|HASH] (cols)
+/// [USING ART|HASH]`.
+pub fn parse_create_index(stmt: &StatementText<'_>) -> Result<CreateIndex, SqlError> {
+    let ci = match parse_one(stmt.text)? {
+        Statement::CreateIndex(ci) => ci,
+        other => {
+            return Err(SqlError::Parse(format!(
+                "expected CREATE INDEX, found {other}"
+            )));
+        }
+    };
+    if ci.predicate.is_some() || !ci.include.is_empty() || !ci.with.is_empty() {
+        return Err(not_yet("partial indexes, INCLUDE and WITH (...) are"));
+    }
+    let name = match &ci.name {
+        Some(n) => Some(table_name(n)?),
+        None => None,
+    };
+    Ok(CreateIndex {
+        name,
+        table: table_name(&ci.table_name)?,
+        columns: index_columns(&ci.columns)?,
+        unique: ci.unique,
+        kind: index_kind(ci.using.as_ref(), &ci.index_options)?,
+        if_not_exists: ci.if_not_exists,
+    })
+}
+
+/// Parses `DROP INDEX [IF EXISTS] name [, ...]`.
+pub fn parse_drop_index(stmt: &StatementText<'_>) -> Result<DropIndex, SqlError> {
+    match parse_one(stmt.text)? {
+        Statement::Drop {
+            object_type: ObjectType::Index,
+            if_exists,
+            names,
+            ..
+        } => Ok(DropIndex {
+            names: names.iter().map(table_name).collect::<Result<_, _>>()?,
+            if_exists,
+        }),
+        other => Err(SqlError::Parse(format!(
+            "expected DROP INDEX, found {other}"
+        ))),
+    }
+}
+
+/// The `CREATE INDEX` statement that recreates index `ix` of table `def`.
+pub fn create_index_sql(def: &TableDef, ix: &IndexDef) -> String {
+    let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    let cols: Vec<String> = ix
+        .columns
+        .iter()
+        .map(|&c| quote(&def.schema.columns[c].name))
+        .collect();
+    format!(
+        "CREATE {}INDEX {} ON {} ({}) USING {}",
+        if ix.unique { "UNIQUE " } else { "" },
+        quote(&ix.name),
+        quote(&def.name),
+        cols.join(", "),
+        ix.kind
+    )
+}
+
 /// True when the statement is `DROP TABLE ...`.
 pub fn is_drop_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
     tokens.len() >= 2
@@ -132,6 +240,21 @@ pub fn create_table_sql(def: &TableDef) -> String {
             format!("    {} {}{not_null}", quote(&c.name), c.ty)
         })
         .collect();
+    let mut columns = columns;
+    for ix in &def.indexes {
+        let cols: Vec<String> = ix
+            .columns
+            .iter()
+            .map(|&c| quote(&def.schema.columns[c].name))
+            .collect();
+        let what = if ix.primary { "PRIMARY KEY" } else { "UNIQUE" };
+        columns.push(format!(
+            "    CONSTRAINT {} {what} ({}) USING {}",
+            quote(&ix.name),
+            cols.join(", "),
+            ix.kind
+        ));
+    }
     let mut sql = format!(
         "CREATE TABLE {} (\n{}\n)",
         quote(&def.name),
@@ -211,10 +334,6 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
                 .into(),
         ));
     }
-    if !ct.constraints.is_empty() {
-        let first = ct.constraints[0].to_string();
-        return Err(not_yet(&format!("table constraints ({first}) are")));
-    }
     if ct.inherits.is_some()
         || ct.partition_of.is_some()
         || ct.partition_by.is_some()
@@ -234,19 +353,28 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
         )));
     }
     let mut columns = Vec::with_capacity(ct.columns.len());
+    // (constraint name, primary, column names, structure), in declaration order
+    let mut keys: Vec<KeySpec> = Vec::new();
     for col in &ct.columns {
         let col_name = ident_name(&col.name);
         let mut nullable = true;
         for opt in &col.options {
+            let name = opt.name.as_ref().map(ident_name);
             match &opt.option {
                 ColumnOption::Null => nullable = true,
                 ColumnOption::NotNull => nullable = false,
-                ColumnOption::PrimaryKey(_) => {
-                    return Err(not_yet(&format!("column \"{col_name}\": PRIMARY KEY is")));
-                }
-                ColumnOption::Unique(_) => {
-                    return Err(not_yet(&format!("column \"{col_name}\": UNIQUE is")));
-                }
+                ColumnOption::PrimaryKey(pk) => keys.push(KeySpec {
+                    name: name.or(pk.name.as_ref().map(ident_name)),
+                    primary: true,
+                    columns: vec![col_name.clone()],
+                    kind: index_kind(pk.index_type.as_ref(), &pk.index_options)?,
+                }),
+                ColumnOption::Unique(u) => keys.push(KeySpec {
+                    name: name.or(u.name.as_ref().map(ident_name)),
+                    primary: false,
+                    columns: vec![col_name.clone()],
+                    kind: index_kind(u.index_type.as_ref(), &u.index_options)?,
+                }),
                 other => return Err(not_yet(&format!("column \"{col_name}\": {other} is"))),
             }
         }
@@ -262,6 +390,54 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
             nullable,
         });
     }
+    for c in &ct.constraints {
+        keys.push(match c {
+            TableConstraint::PrimaryKey(pk) => KeySpec {
+                name: pk.name.as_ref().map(ident_name),
+                primary: true,
+                columns: index_columns(&pk.columns)?,
+                kind: index_kind(pk.index_type.as_ref(), &pk.index_options)?,
+            },
+            TableConstraint::Unique(u) => KeySpec {
+                name: u.name.as_ref().map(ident_name),
+                primary: false,
+                columns: index_columns(&u.columns)?,
+                kind: index_kind(u.index_type.as_ref(), &u.index_options)?,
+            },
+            other => return Err(not_yet(&format!("table constraint {other} is"))),
+        });
+    }
+    let mut indexes = Vec::with_capacity(keys.len());
+    for k in keys {
+        let mut positions = Vec::with_capacity(k.columns.len());
+        for name in &k.columns {
+            let pos = columns
+                .iter()
+                .position(|c: &ColumnDef| &c.name == name)
+                .ok_or_else(|| {
+                    SqlError::Parse(format!("column \"{name}\" named in key does not exist"))
+                })?;
+            if k.primary {
+                // PRIMARY KEY implies NOT NULL (as in PostgreSQL)
+                columns[pos].nullable = false;
+            }
+            positions.push(pos);
+        }
+        let name = k.name.unwrap_or_else(|| {
+            if k.primary {
+                format!("{name}_pkey")
+            } else {
+                format!("{name}_{}_key", k.columns.join("_"))
+            }
+        });
+        indexes.push(IndexDef {
+            name,
+            columns: positions,
+            unique: true,
+            primary: k.primary,
+            kind: k.kind,
+        });
+    }
     let partitioning = match partition {
         None => Partitioning::Single,
         Some((col, count)) => {
@@ -273,11 +449,65 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
             Partitioning::Hash { column, count }
         }
     };
-    let def = TableDef::new(name, TableSchema { columns }, partitioning)?;
+    let def = TableDef::new(name, TableSchema { columns }, partitioning)?.with_indexes(indexes)?;
     Ok(CreateTable {
         def,
         if_not_exists: ct.if_not_exists,
     })
+}
+
+/// A PRIMARY KEY or UNIQUE constraint as written.
+struct KeySpec {
+    name: Option<String>,
+    primary: bool,
+    columns: Vec<String>,
+    kind: IndexKind,
+}
+
+/// The structure named by `USING` (before or after the column list): ART (the default; BTREE
+/// is taken as ART, also ordered) or HASH.
+pub(crate) fn index_kind(
+    before: Option<&IndexType>,
+    options: &[IndexOption],
+) -> Result<IndexKind, SqlError> {
+    let mut using = before.cloned();
+    for o in options {
+        match o {
+            IndexOption::Using(t) => using = Some(t.clone()),
+            IndexOption::Comment(_) => {}
+        }
+    }
+    match using {
+        None | Some(IndexType::BTree) => Ok(IndexKind::Art),
+        Some(IndexType::Hash) => Ok(IndexKind::Hash),
+        Some(IndexType::Custom(id)) if id.value.eq_ignore_ascii_case("art") => Ok(IndexKind::Art),
+        Some(other) => Err(SqlError::Unsupported(format!(
+            "index type {other} is not supported; use USING ART or USING HASH"
+        ))),
+    }
+}
+
+/// The column names of a key's column list (plain column names only).
+pub(crate) fn index_columns(cols: &[IndexColumn]) -> Result<Vec<String>, SqlError> {
+    cols.iter()
+        .map(|c| {
+            if c.operator_class.is_some()
+                || c.column.options.asc.is_some()
+                || c.column.options.nulls_first.is_some()
+            {
+                return Err(SqlError::Unsupported(format!(
+                    "key column {} : operator classes and ordering options are not supported",
+                    c.column
+                )));
+            }
+            match &c.column.expr {
+                Expr::Identifier(id) => Ok(ident_name(id)),
+                other => Err(SqlError::Unsupported(format!(
+                    "only plain columns can be keys, not {other}"
+                ))),
+            }
+        })
+        .collect()
 }
 
 /// `PARTITION BY HASH (col) PARTITIONS n`, to the end of the statement.
@@ -351,6 +581,11 @@ mod tests {
     use super::*;
     use crate::tokens::split_statements;
 
+    fn create(sql: &str) -> TableDef {
+        let stmts = split_statements(sql).unwrap();
+        parse_create_table(&stmts[0]).unwrap().def
+    }
+
     fn create_err(sql: &str) -> String {
         let stmts = split_statements(sql).unwrap();
         parse_create_table(&stmts[0]).unwrap_err().to_string()
@@ -385,6 +620,12 @@ mod tests {
                 count: 3
             }
         );
+        let keyed = create(
+            "CREATE TABLE k (a INT, \"B c\" TEXT, PRIMARY KEY (\"B c\", a) USING HASH, UNIQUE (a))",
+        );
+        let back = create(&create_table_sql(&keyed));
+        assert_eq!(back.indexes, keyed.indexes);
+        assert_eq!(back.schema, keyed.schema);
     }
 
     #[test]
@@ -407,17 +648,50 @@ mod tests {
     }
 
     #[test]
+    fn keys_parse_with_names_kinds_and_not_null() {
+        let def = create(
+            "CREATE TABLE t (a INT, b TEXT UNIQUE, c DATE, PRIMARY KEY (a, c) USING HASH, \
+             CONSTRAINT c_u UNIQUE (c) USING ART, UNIQUE (b, a) USING btree)",
+        );
+        let got: Vec<_> = def
+            .indexes
+            .iter()
+            .map(|i| {
+                (
+                    i.name.as_str(),
+                    i.columns.clone(),
+                    i.primary,
+                    i.unique,
+                    i.kind,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("t_b_key", vec![1], false, true, IndexKind::Art),
+                ("t_pkey", vec![0, 2], true, true, IndexKind::Hash),
+                ("c_u", vec![2], false, true, IndexKind::Art),
+                ("t_b_a_key", vec![1, 0], false, true, IndexKind::Art),
+            ]
+        );
+        // PRIMARY KEY implies NOT NULL; UNIQUE does not change nullability
+        let nullable: Vec<bool> = def.schema.columns.iter().map(|c| c.nullable).collect();
+        assert_eq!(nullable, vec![false, true, false]);
+        let pk = create("CREATE TABLE u (id BIGINT PRIMARY KEY, x INT)");
+        assert_eq!(pk.primary_key().map(|k| k.columns.clone()), Some(vec![0]));
+    }
+
+    #[test]
     fn constraints_and_clauses_are_rejected_clearly() {
         assert!(
-            create_err("CREATE TABLE t (a INT PRIMARY KEY)")
-                .contains("PRIMARY KEY is not supported yet")
+            create_err("CREATE TABLE t (a INT, PRIMARY KEY (a), PRIMARY KEY (a))")
+                .contains("multiple primary keys")
         );
-        assert!(
-            create_err("CREATE TABLE t (a INT UNIQUE)").contains("UNIQUE is not supported yet")
-        );
-        assert!(
-            create_err("CREATE TABLE t (a INT, PRIMARY KEY (a))").contains("not supported yet")
-        );
+        assert!(create_err("CREATE TABLE t (a INT, PRIMARY KEY (b))").contains("\"b\""));
+        assert!(create_err("CREATE TABLE t (a INT, UNIQUE (a) USING gin)").contains("USING ART"));
+        assert!(create_err("CREATE TABLE t (a INT, UNIQUE (a, a))").contains("twice"));
+        assert!(create_err("CREATE TABLE t (a INT, CHECK (a > 0))").contains("not supported yet"));
         assert!(
             create_err("CREATE TABLE t AS SELECT 1").contains("AS SELECT is not supported yet")
         );

@@ -22,7 +22,7 @@ use wireload_storage::{Catalog, Table};
 use wireload_unload::ipc::IpcCompression;
 
 use crate::SqlError;
-use crate::ddl::{create_table_sql, parse_create_table};
+use crate::ddl::{create_index_sql, create_table_sql, parse_create_index, parse_create_table};
 use crate::tokens::{Cursor, StatementText, is_keyword, split_statements};
 
 /// The manifest's format marker and version.
@@ -243,6 +243,18 @@ fn write_export(
         let create = create_table_sql(table.def());
         schema_sql.push_str(&create);
         schema_sql.push_str(";\n\n");
+        // indexes made with CREATE INDEX (constraint indexes come with the table)
+        let def = table.def();
+        let extra: Vec<String> = snapshot
+            .indexes
+            .iter()
+            .filter(|ix| !def.indexes.iter().any(|c| c.name == ix.def.name))
+            .map(|ix| create_index_sql(def, &ix.def))
+            .collect();
+        for sql in &extra {
+            schema_sql.push_str(sql);
+            schema_sql.push_str(";\n\n");
+        }
         let mut files = Vec::new();
         let count = snapshot.partitions.len();
         for (p, partition) in snapshot.partitions.iter().enumerate() {
@@ -279,6 +291,7 @@ fn write_export(
         manifest_tables.push(json!({
             "name": table.name(),
             "create": create,
+            "indexes": extra,
             "rows": snapshot.num_rows(),
             "files": files,
         }));
@@ -317,6 +330,8 @@ struct ManifestFile {
 struct ManifestTable {
     name: String,
     create: String,
+    /// CREATE INDEX statements (indexes other than the table's constraints)
+    indexes: Vec<String>,
     rows: u64,
     files: Vec<ManifestFile>,
 }
@@ -385,6 +400,18 @@ fn parse_manifest(dir: &Path) -> Result<Vec<ManifestTable>, SqlError> {
             Ok(ManifestTable {
                 name: str_of(t, "name")?,
                 create: str_of(t, "create")?,
+                indexes: match &t["indexes"] {
+                    Value::Null => Vec::new(),
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|v| {
+                            v.as_str()
+                                .map(str::to_string)
+                                .ok_or_else(|| bad("an index is not a string"))
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => return Err(bad("\"indexes\" is not a list")),
+                },
                 rows: u64_of(t, "rows")?,
                 files,
             })
@@ -472,6 +499,45 @@ pub fn import_database(
                 "table \"{}\" has {} rows in its files, the manifest says {}; nothing was imported",
                 t.name, report.rows, t.rows
             )));
+        }
+        for sql in &t.indexes {
+            let stmts = split_statements(sql)?;
+            let ci = match stmts.first() {
+                Some(s) => parse_create_index(s)?,
+                None => {
+                    return Err(export_error(format!(
+                        "table \"{}\": empty index definition",
+                        t.name
+                    )));
+                }
+            };
+            let def = table.def();
+            let columns =
+                ci.columns
+                    .iter()
+                    .map(|c| {
+                        def.schema.columns.iter().position(|col| &col.name == c).ok_or_else(|| {
+                        export_error(format!(
+                            "index of table \"{}\" names column \"{c}\", which the table lacks",
+                            t.name
+                        ))
+                    })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+            let ix = wireload_storage::IndexDef {
+                name: ci
+                    .name
+                    .unwrap_or_else(|| format!("{}_{}_idx", t.name, ci.columns.join("_"))),
+                columns,
+                unique: ci.unique,
+                primary: false,
+                kind: ci.kind,
+            };
+            ix.check(&def.schema)?;
+            wireload_load::create_index(&table, ix).map_err(|error| SqlError::Load {
+                table: t.name.clone(),
+                error,
+            })?;
         }
         rows += report.rows;
         tables.push(table);

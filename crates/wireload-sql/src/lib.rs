@@ -9,6 +9,7 @@
 mod copy;
 mod ddl;
 mod export;
+mod index_scan;
 mod provider;
 mod scan;
 mod tokens;
@@ -299,9 +300,28 @@ impl Database {
                 .await
                 .map(StatementOutput::Done);
         }
+        if ddl::is_create_index(&stmt.tokens) {
+            let create = ddl::parse_create_index(stmt)?;
+            return self.create_index(create).await;
+        }
+        if ddl::is_drop_index(&stmt.tokens) {
+            let drop = ddl::parse_drop_index(stmt)?;
+            return self.drop_index(drop);
+        }
         if ddl::is_create_table(&stmt.tokens) {
             let create = ddl::parse_create_table(stmt)?;
             let name = create.def.name.clone();
+            if self.catalog.table(&name).is_none() {
+                for ix in &create.def.indexes {
+                    if let Some(owner) = self.index_owner(&ix.name) {
+                        return Err(SqlError::Unsupported(format!(
+                            "an index called \"{}\" already exists (on table \"{}\")",
+                            ix.name,
+                            owner.name()
+                        )));
+                    }
+                }
+            }
             if self.schema.has_other(&name) {
                 if create.if_not_exists {
                     return Ok(StatementOutput::Done("CREATE TABLE".into()));
@@ -333,6 +353,94 @@ impl Database {
             return Ok(StatementOutput::Done("DROP TABLE".into()));
         }
         self.run_datafusion(stmt).await
+    }
+
+    /// The table that has an index called `name`.
+    fn index_owner(&self, name: &str) -> Option<Arc<Table>> {
+        self.catalog
+            .table_names()
+            .into_iter()
+            .filter_map(|t| self.catalog.table(&t))
+            .find(|t| t.snapshot().index(name).is_some())
+    }
+
+    async fn create_index(&self, create: ddl::CreateIndex) -> Result<StatementOutput, SqlError> {
+        let table = self.table(&create.table)?;
+        let def = table.def();
+        let mut columns = Vec::with_capacity(create.columns.len());
+        for c in &create.columns {
+            columns.push(
+                def.schema
+                    .columns
+                    .iter()
+                    .position(|col| &col.name == c)
+                    .ok_or_else(|| {
+                        SqlError::Parse(format!(
+                            "column \"{c}\" does not exist in table \"{}\"",
+                            def.name
+                        ))
+                    })?,
+            );
+        }
+        let name = create
+            .name
+            .unwrap_or_else(|| format!("{}_{}_idx", def.name, create.columns.join("_")));
+        if let Some(owner) = self.index_owner(&name) {
+            if create.if_not_exists {
+                return Ok(StatementOutput::Done("CREATE INDEX".into()));
+            }
+            return Err(SqlError::Unsupported(format!(
+                "an index called \"{name}\" already exists (on table \"{}\")",
+                owner.name()
+            )));
+        }
+        let ix = wireload_storage::IndexDef {
+            name,
+            columns,
+            unique: create.unique,
+            primary: false,
+            kind: create.kind,
+        };
+        ix.check(&def.schema)?;
+        let table_name = table.name().to_string();
+        self.run_blocking(None, move || {
+            wireload_load::create_index(&table, ix).map_err(|error| SqlError::Load {
+                table: table_name,
+                error,
+            })
+        })
+        .await?;
+        Ok(StatementOutput::Done("CREATE INDEX".into()))
+    }
+
+    fn drop_index(&self, drop: ddl::DropIndex) -> Result<StatementOutput, SqlError> {
+        // check every name first: a failing DROP drops nothing
+        let mut owners = Vec::with_capacity(drop.names.len());
+        for name in &drop.names {
+            match self.index_owner(name) {
+                Some(t) => {
+                    if t.def().indexes.iter().any(|i| &i.name == name) {
+                        return Err(SqlError::Unsupported(format!(
+                            "cannot drop index \"{name}\": the constraint of table \"{}\" requires it",
+                            t.name()
+                        )));
+                    }
+                    owners.push((name, t));
+                }
+                None if drop.if_exists => {}
+                None => {
+                    return Err(SqlError::Unsupported(format!(
+                        "index \"{name}\" does not exist"
+                    )));
+                }
+            }
+        }
+        for (name, t) in owners {
+            let guard = t.begin_write();
+            let next = guard.base().without_index(name);
+            guard.publish(next);
+        }
+        Ok(StatementOutput::Done("DROP INDEX".into()))
     }
 
     async fn copy_from(&self, copy: CopyFrom, ctl: &LoadControl) -> Result<LoadReport, SqlError> {

@@ -13,18 +13,44 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use wireload_storage::{Catalog, Table};
 
+use crate::index_scan::{self, ScanRequest};
 use crate::scan::SnapshotScanExec;
 
-/// A wireload table as a DataFusion table: every scan reads the snapshot current when it is planned.
+/// A wireload table as a DataFusion table: every scan reads the snapshot current when it is
+/// planned. Filters an index of that snapshot can answer are pushed down (`Inexact`:
+/// DataFusion still filters the rows), and a scan that an index narrows to few rows reads
+/// only those (an `IndexScanExec`).
 #[derive(Debug)]
 pub struct SnapshotTable {
     table: Arc<Table>,
+    index_pushdown: bool,
+    index_fraction: f64,
 }
 
 impl SnapshotTable {
+    /// An index scan is used when it selects at most this fraction of the table's rows.
+    pub const DEFAULT_INDEX_FRACTION: f64 = 0.25;
+
     /// The provider for `table`.
     pub fn new(table: Arc<Table>) -> Self {
-        SnapshotTable { table }
+        SnapshotTable {
+            table,
+            index_pushdown: true,
+            index_fraction: Self::DEFAULT_INDEX_FRACTION,
+        }
+    }
+
+    /// This provider without index pushdown: every scan reads the whole snapshot.
+    pub fn without_index_pushdown(mut self) -> Self {
+        self.index_pushdown = false;
+        self
+    }
+
+    /// This provider using an index scan whenever it selects at most `fraction` (0 to 1) of
+    /// the table's rows; the default is [`Self::DEFAULT_INDEX_FRACTION`].
+    pub fn with_index_fraction(mut self, fraction: f64) -> Self {
+        self.index_fraction = fraction;
+        self
     }
 }
 
@@ -42,12 +68,26 @@ impl TableProvider for SnapshotTable {
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // one snapshot for the whole scan: concurrent loads publish new versions we do not see
         let version = self.table.snapshot();
         let config = state.config();
+        if self.index_pushdown {
+            let request = ScanRequest {
+                table: self.table.def(),
+                version: &version,
+                filters,
+                projection,
+                limit,
+                batch_size: config.batch_size(),
+                fraction: self.index_fraction,
+            };
+            if let Some(exec) = index_scan::plan_scan(request)? {
+                return Ok(Arc::new(exec));
+            }
+        }
         let exec = SnapshotScanExec::new(
             self.table.name(),
             version,
@@ -63,11 +103,19 @@ impl TableProvider for SnapshotTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        // DataFusion filters the scanned rows; index-backed filtering comes later
-        Ok(vec![
-            TableProviderFilterPushDown::Unsupported;
-            filters.len()
-        ])
+        if !self.index_pushdown {
+            return Ok(vec![
+                TableProviderFilterPushDown::Unsupported;
+                filters.len()
+            ]);
+        }
+        // DataFusion keeps filtering the rows: an index only narrows what is read
+        let version = self.table.snapshot();
+        Ok(index_scan::pushdown(
+            &self.table.def().arrow_schema,
+            &version,
+            filters,
+        ))
     }
 
     async fn insert_into(

@@ -446,10 +446,11 @@ async fn create_table_errors_and_if_not_exists() {
     );
     for (sql, want) in [
         (
-            "CREATE TABLE u (a INT PRIMARY KEY)",
-            "PRIMARY KEY is not supported yet",
+            "CREATE TABLE u (a INT PRIMARY KEY, PRIMARY KEY (a))",
+            "multiple primary keys",
         ),
-        ("CREATE TABLE u (a INT, UNIQUE (a))", "not supported yet"),
+        ("CREATE TABLE u (a INT, UNIQUE (b))", "\"b\""),
+        ("CREATE TABLE u (a INT CHECK (a > 0))", "not supported yet"),
         ("CREATE TABLE u AS SELECT 1", "not supported yet"),
         ("CREATE TABLE u (a BLOB)", "\"a\""),
         ("CREATE TABLE u (a INT, a TEXT)", "more than once"),

@@ -12,12 +12,15 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod index;
 mod table;
 mod version;
 
 pub use catalog::Catalog;
+pub use index::{IndexDef, TableIndex};
 pub use table::{Partitioning, Table, TableDef, WriteGuard};
 pub use version::{Partition, TableVersion};
+pub use wireload_index::{Index, IndexKind, RowId};
 
 /// Errors of catalog and table operations.
 #[derive(Debug, thiserror::Error)]

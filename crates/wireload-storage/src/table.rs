@@ -6,6 +6,7 @@ use arrow::datatypes::SchemaRef;
 use wireload_types::TableSchema;
 
 use crate::StorageError;
+use crate::index::{IndexDef, TableIndex};
 use crate::version::TableVersion;
 
 /// How a table's rows are split into partitions.
@@ -43,6 +44,8 @@ pub struct TableDef {
     pub partitioning: Partitioning,
     /// The Arrow schema of the table's chunks.
     pub arrow_schema: SchemaRef,
+    /// Indexes declared with the table (PRIMARY KEY, UNIQUE); a version may hold more.
+    pub indexes: Vec<IndexDef>,
 }
 
 impl TableDef {
@@ -84,7 +87,34 @@ impl TableDef {
             schema,
             partitioning,
             arrow_schema,
+            indexes: Vec::new(),
         })
+    }
+
+    /// This definition with the indexes of its constraints; checks them.
+    pub fn with_indexes(mut self, indexes: Vec<IndexDef>) -> Result<Self, StorageError> {
+        for (i, ix) in indexes.iter().enumerate() {
+            ix.check(&self.schema)?;
+            if ix.primary && indexes[..i].iter().any(|o| o.primary) {
+                return Err(StorageError::InvalidDefinition(format!(
+                    "multiple primary keys for table \"{}\" are not allowed",
+                    self.name
+                )));
+            }
+            if indexes[..i].iter().any(|o| o.name == ix.name) {
+                return Err(StorageError::InvalidDefinition(format!(
+                    "index name \"{}\" used twice",
+                    ix.name
+                )));
+            }
+        }
+        self.indexes = indexes;
+        Ok(self)
+    }
+
+    /// The primary key, when the table has one.
+    pub fn primary_key(&self) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.primary)
     }
 }
 
@@ -99,7 +129,9 @@ pub struct Table {
 impl Table {
     /// A new empty table outside any catalog (see [`crate::Catalog::attach`]).
     pub fn new(def: TableDef) -> Self {
-        let empty = TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
+        let mut empty =
+            TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
+        empty.indexes = def.indexes.iter().cloned().map(TableIndex::empty).collect();
         Table {
             def: Arc::new(def),
             current: RwLock::new(Arc::new(empty)),

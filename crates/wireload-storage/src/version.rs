@@ -3,6 +3,8 @@
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
+use crate::index::TableIndex;
+
 /// One partition of a table version: its chunks in order.
 #[derive(Debug, Clone, Default)]
 pub struct Partition {
@@ -26,6 +28,8 @@ pub struct TableVersion {
     pub schema: SchemaRef,
     /// Partitions, as many as the table's partitioning says.
     pub partitions: Vec<Partition>,
+    /// Indexes over exactly these rows (constraint indexes first, in definition order).
+    pub indexes: Vec<TableIndex>,
 }
 
 impl TableVersion {
@@ -35,6 +39,7 @@ impl TableVersion {
             number: 0,
             schema,
             partitions: vec![Partition::default(); partitions],
+            indexes: Vec::new(),
         }
     }
 
@@ -48,8 +53,18 @@ impl TableVersion {
         self.partitions.iter().flat_map(|p| p.chunks.iter())
     }
 
-    /// The next version: this one's chunks followed by `added[p]` in partition `p`.
-    pub fn with_appended(&self, added: Vec<Vec<RecordBatch>>) -> TableVersion {
+    /// The next version: this one's chunks followed by `added[p]` in partition `p`, with
+    /// `indexes` (this version's indexes with the added rows merged in, in the same order).
+    pub fn with_appended(
+        &self,
+        added: Vec<Vec<RecordBatch>>,
+        indexes: Vec<TableIndex>,
+    ) -> TableVersion {
+        assert_eq!(
+            indexes.len(),
+            self.indexes.len(),
+            "every index is carried into the next version"
+        );
         assert_eq!(
             added.len(),
             self.partitions.len(),
@@ -61,7 +76,12 @@ impl TableVersion {
             .zip(added)
             .map(|(p, new)| {
                 let mut chunks = p.chunks.clone();
-                chunks.extend(new.into_iter().filter(|b| b.num_rows() > 0));
+                chunks.extend(new.into_iter().inspect(|b| {
+                    assert!(
+                        b.num_rows() > 0,
+                        "an added chunk has rows (indexes count on it)"
+                    )
+                }));
                 Partition { chunks }
             })
             .collect();
@@ -69,20 +89,33 @@ impl TableVersion {
             number: self.number + 1,
             schema: self.schema.clone(),
             partitions,
+            indexes,
         }
     }
 
-    /// The next version with `partitions` replacing this one's (for merges that rewrite chunks).
-    pub fn replaced(&self, partitions: Vec<Partition>) -> TableVersion {
-        assert_eq!(
-            partitions.len(),
-            self.partitions.len(),
-            "one partition per partition"
-        );
-        TableVersion {
-            number: self.number + 1,
-            schema: self.schema.clone(),
-            partitions,
-        }
+    /// The next version: the same rows with one more index (built over these rows).
+    pub fn with_index(&self, index: TableIndex) -> TableVersion {
+        let mut next = self.clone();
+        next.number += 1;
+        next.indexes.push(index);
+        next
+    }
+
+    /// The next version: the same rows without the index called `name`.
+    pub fn without_index(&self, name: &str) -> TableVersion {
+        let mut next = self.clone();
+        next.number += 1;
+        next.indexes.retain(|i| i.def.name != name);
+        next
+    }
+
+    /// The index called `name`.
+    pub fn index(&self, name: &str) -> Option<&TableIndex> {
+        self.indexes.iter().find(|i| i.def.name == name)
+    }
+
+    /// Number of chunks in each partition.
+    pub fn chunk_counts(&self) -> Vec<usize> {
+        self.partitions.iter().map(|p| p.chunks.len()).collect()
     }
 }

@@ -78,7 +78,7 @@ pub fn tpch(args: &BenchTpchArgs, threads: Option<usize>, workers: usize) -> Res
     for run in 1..=args.runs {
         let engine = Engine::new(threads)?;
         let export: PathBuf = work.path().join(format!("export-{run}"));
-        let report = cycle::run(&engine, &tables, &export, &mut |line| {
+        let report = cycle::run(&engine, &tables, &export, !args.no_keys, &mut |line| {
             if !args.json {
                 eprintln!("  {line}");
             }
@@ -118,6 +118,7 @@ pub fn tpch(args: &BenchTpchArgs, threads: Option<usize>, workers: usize) -> Res
             "benchmark": "tpch-cycle",
             "sf": if args.data.is_some() { serde_json::Value::Null } else { json!(args.sf) },
             "threads": workers,
+            "primary_keys": !args.no_keys,
             "csv_bytes": csv_bytes,
             "unload_bytes": reports[0].unload.bytes,
             "runs": reports.iter().map(CycleReport::json).collect::<Vec<_>>(),

@@ -158,6 +158,28 @@ pub enum BenchCommand {
     /// The TPC-H load-work-unload cycle: load the 8 tables, run the 22 queries, unload to
     /// Arrow (LZ4), drop and reload; timed, repeatable.
     Tpch(BenchTpchArgs),
+    /// Point lookups on TPC-H `orders` by its primary key: index against scan, and through SQL.
+    Lookup(BenchLookupArgs),
+}
+
+/// Flags of `wireload bench lookup`.
+#[derive(Debug, Args)]
+pub struct BenchLookupArgs {
+    /// Directory holding orders.tbl (written by `wireload gen tpch`).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Lookups answered by the index.
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    pub lookups: usize,
+    /// Lookups answered by scanning the key column.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub scans: usize,
+    /// Queries run through SQL, with and without the index.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub sql: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `wireload bench tpch`.
@@ -182,6 +204,9 @@ pub struct BenchTpchArgs {
     /// Print the results as one JSON document on standard output.
     #[arg(long)]
     pub json: bool,
+    /// Declare the tables without their primary keys (no indexes are built while loading).
+    #[arg(long)]
+    pub no_keys: bool,
 }
 
 /// Data generators.

@@ -163,15 +163,18 @@ impl CycleReport {
     }
 }
 
-/// Runs the cycle on an empty `engine` over the generated `tables`, exporting into
-/// `export_dir` (which must not exist or be empty). `log` gets a line per step.
+/// Runs the cycle on an empty `engine` over the generated `tables` (declared with their
+/// primary keys when `keys`), exporting into `export_dir` (which must not exist or be
+/// empty). `log` gets a line per step.
 pub fn run(
     engine: &Engine,
     tables: &[GeneratedTable],
     export_dir: &Path,
+    keys: bool,
     log: &mut dyn FnMut(String),
 ) -> Result<CycleReport> {
-    for statement in statements::split(tpch::SCHEMA_SQL) {
+    let schema = tpch::schema_sql(keys);
+    for statement in statements::split(&schema) {
         engine
             .run(statement.text)
             .with_context(|| format!("schema.sql, line {}", statement.line))?;

@@ -8,6 +8,7 @@ mod demo;
 mod engine;
 mod generate;
 mod interrupt;
+mod lookup;
 mod oneshot;
 mod output;
 mod progress;
@@ -48,6 +49,7 @@ fn run(cli: Cli) -> Result<()> {
             args,
             threads.unwrap_or_else(all_cores),
         ),
+        Some(Command::Bench(BenchCommand::Lookup(args))) => lookup::lookup(args, threads),
         Some(Command::Bench(BenchCommand::Tpch(args))) => {
             bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
         }

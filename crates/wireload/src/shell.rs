@@ -23,7 +23,9 @@ const ROW_LIMIT: usize = 10_000;
 
 const HELP: &str = "\
 Statements end with ';' and may span lines. Besides queries:
-  CREATE TABLE t (col TYPE [NOT NULL], ...) [PARTITION BY HASH (col) PARTITIONS n]
+  CREATE TABLE t (col TYPE [NOT NULL | PRIMARY KEY | UNIQUE], ...,
+                 [PRIMARY KEY (cols) [USING ART|HASH]]) [PARTITION BY HASH (col) PARTITIONS n]
+  CREATE [UNIQUE] INDEX name ON t (cols) [USING ART|HASH]    DROP INDEX name
   COPY t FROM 'file' [WITH (FORMAT csv|arrow|parquet, DELIMITER, HEADER, NULL, ...)]
   COPY {t | (query)} TO 'file' [WITH (FORMAT csv|arrow|parquet, COMPRESSION ...)]
   EXPORT DATABASE 'dir'    IMPORT DATABASE 'dir'
@@ -200,15 +202,40 @@ fn describe(engine: &Engine, name: &str) -> Option<String> {
             ]
         })
         .collect();
-    let rows_text = format!(
-        "table \"{}\", {} rows",
-        table.name(),
-        table.snapshot().num_rows()
-    );
-    Some(format!(
+    let snapshot = table.snapshot();
+    let rows_text = format!("table \"{}\", {} rows", table.name(), snapshot.num_rows());
+    let mut out = format!(
         "{rows_text}\n{}",
         render::text_table(&["column", "type", "null"], rows, &[])
-    ))
+    );
+    if !snapshot.indexes.is_empty() {
+        let schema = &table.def().schema;
+        let ix_rows = snapshot
+            .indexes
+            .iter()
+            .map(|ix| {
+                let what = if ix.def.primary {
+                    "PRIMARY KEY"
+                } else if ix.def.unique {
+                    "UNIQUE"
+                } else {
+                    ""
+                };
+                vec![
+                    ix.def.name.clone(),
+                    format!("({})", ix.def.column_names(schema).join(", ")),
+                    what.to_string(),
+                    ix.def.kind.to_string(),
+                    ix.index.len().to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&format!(
+            "\n{}",
+            render::text_table(&["index", "columns", "", "using", "keys"], ix_rows, &[4])
+        ));
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -17,8 +17,29 @@ use tpchgen::generators::{
     PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
-/// The DDL of the 8 tables.
+/// The DDL of the 8 tables, with their primary keys.
 pub const SCHEMA_SQL: &str = include_str!("../sql/tpch/schema.sql");
+
+/// The DDL of the 8 tables, with or without their primary keys.
+pub fn schema_sql(keys: bool) -> String {
+    if keys {
+        return SCHEMA_SQL.to_string();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for line in SCHEMA_SQL.lines() {
+        if line.trim_start().starts_with("PRIMARY KEY") {
+            // the column before the key loses its comma
+            if let Some(prev) = out.last_mut()
+                && prev.ends_with(',')
+            {
+                prev.pop();
+            }
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    out.join("\n")
+}
 
 /// Bytes of generated text per part (a part is generated in memory before it is written).
 const PART_BYTES: f64 = 16e6;
@@ -319,6 +340,20 @@ mod tests {
             assert_eq!(text.lines().count() as u64, t.rows);
             assert!(text.lines().all(|l| l.ends_with('|')));
         }
+    }
+
+    #[test]
+    fn schema_without_keys_drops_only_the_keys() {
+        let with = schema_sql(true);
+        let without = schema_sql(false);
+        assert_eq!(with.matches("\n    PRIMARY KEY (").count(), 8);
+        assert!(!without.contains("\n    PRIMARY KEY ("));
+        assert_eq!(with.matches("CREATE TABLE").count(), 8);
+        assert_eq!(without.matches("CREATE TABLE").count(), 8);
+        assert!(
+            without.contains("l_comment       VARCHAR(44) NOT NULL\n);"),
+            "{without}"
+        );
     }
 
     #[test]

@@ -1,16 +1,19 @@
--- TPC-H schema (TPC-H specification 3.0, clause 1.4), with BIGINT order keys so that
--- large scale factors fit.
+-- TPC-H schema (TPC-H specification 3.0, clause 1.4) with its primary keys (clause 1.4.2.2),
+-- with BIGINT order keys so that large scale factors fit. Each PRIMARY KEY is on a line of
+-- its own: `tpch::schema_sql(false)` drops those lines for loads without keys.
 CREATE TABLE region (
     r_regionkey  INTEGER NOT NULL,
     r_name       CHAR(25) NOT NULL,
-    r_comment    VARCHAR(152)
+    r_comment    VARCHAR(152),
+    PRIMARY KEY (r_regionkey)
 );
 
 CREATE TABLE nation (
     n_nationkey  INTEGER NOT NULL,
     n_name       CHAR(25) NOT NULL,
     n_regionkey  INTEGER NOT NULL,
-    n_comment    VARCHAR(152)
+    n_comment    VARCHAR(152),
+    PRIMARY KEY (n_nationkey)
 );
 
 CREATE TABLE supplier (
@@ -20,7 +23,8 @@ CREATE TABLE supplier (
     s_nationkey  INTEGER NOT NULL,
     s_phone      CHAR(15) NOT NULL,
     s_acctbal    DECIMAL(15,2) NOT NULL,
-    s_comment    VARCHAR(101) NOT NULL
+    s_comment    VARCHAR(101) NOT NULL,
+    PRIMARY KEY (s_suppkey)
 );
 
 CREATE TABLE customer (
@@ -31,7 +35,8 @@ CREATE TABLE customer (
     c_phone      CHAR(15) NOT NULL,
     c_acctbal    DECIMAL(15,2) NOT NULL,
     c_mktsegment CHAR(10) NOT NULL,
-    c_comment    VARCHAR(117) NOT NULL
+    c_comment    VARCHAR(117) NOT NULL,
+    PRIMARY KEY (c_custkey)
 );
 
 CREATE TABLE part (
@@ -43,7 +48,8 @@ CREATE TABLE part (
     p_size        INTEGER NOT NULL,
     p_container   CHAR(10) NOT NULL,
     p_retailprice DECIMAL(15,2) NOT NULL,
-    p_comment     VARCHAR(23) NOT NULL
+    p_comment     VARCHAR(23) NOT NULL,
+    PRIMARY KEY (p_partkey)
 );
 
 CREATE TABLE partsupp (
@@ -51,7 +57,8 @@ CREATE TABLE partsupp (
     ps_suppkey    INTEGER NOT NULL,
     ps_availqty   INTEGER NOT NULL,
     ps_supplycost DECIMAL(15,2) NOT NULL,
-    ps_comment    VARCHAR(199) NOT NULL
+    ps_comment    VARCHAR(199) NOT NULL,
+    PRIMARY KEY (ps_partkey, ps_suppkey)
 );
 
 CREATE TABLE orders (
@@ -63,7 +70,8 @@ CREATE TABLE orders (
     o_orderpriority CHAR(15) NOT NULL,
     o_clerk         CHAR(15) NOT NULL,
     o_shippriority  INTEGER NOT NULL,
-    o_comment       VARCHAR(79) NOT NULL
+    o_comment       VARCHAR(79) NOT NULL,
+    PRIMARY KEY (o_orderkey)
 );
 
 CREATE TABLE lineitem (
@@ -82,5 +90,6 @@ CREATE TABLE lineitem (
     l_receiptdate   DATE NOT NULL,
     l_shipinstruct  CHAR(25) NOT NULL,
     l_shipmode      CHAR(10) NOT NULL,
-    l_comment       VARCHAR(44) NOT NULL
+    l_comment       VARCHAR(44) NOT NULL,
+    PRIMARY KEY (l_orderkey, l_linenumber)
 );

@@ -1,0 +1,1653 @@
+//! Adaptive radix tree (Leis, Kemper, Neumann, ICDE 2013) over encoded keys, persistent
+//! and merge-able in parallel (Instant Loading, section 3.6.2).
+//!
+//! ADVICE FOR HACKERS — the invariants every function here keeps:
+//!
+//! - Keys are prefix-free byte strings compared bytewise. The tree stores only
+//!   [`EntryRef`]s; the key of an entry is fetched through a [`KeySource`].
+//! - A node reached after consuming `depth` key bytes stores the next `prefix.len()` bytes
+//!   of every key below it (path compression, all bytes kept: "pessimistic"); its children
+//!   are indexed by the byte at `depth + prefix.len()` and sit at `depth + prefix.len() + 1`.
+//! - Lazy expansion: a leaf (one entry, or a `Multi` list) sits as high as its key is unique
+//!   among the keys below the parent; the full key is compared at the leaf.
+//! - A `Multi` leaf holds entries with equal keys, in insertion order (left index of a merge
+//!   first): two or more, or a single entry whose segment id does not fit an inline leaf.
+//! - Every inner node has at least two children (there is no delete). [`Node4`] and
+//!   [`Node16`] keep their key bytes sorted; [`Node48`] maps a byte to `slot + 1` (0: none),
+//!   slots `0..n` in use; in [`Node256`] an empty slot is an absent child.
+//! - Nodes are shared between tree versions through [`Arc`]s held by slots ([`slot`]): a node
+//!   is changed only through `Child::node_mut` (copy-on-write), so a clone of a tree never
+//!   sees another clone's changes. A slot is 8 bytes: an inline entry (segment id below
+//!   2^31), or a tagged `Arc` pointer; [`slot`] holds all of the module's `unsafe`.
+//!
+//! Merging (`Art::merge`) follows the paper's algorithm: two nodes with equal compressed
+//! paths merge the children of the smaller into the bigger (grown once to hold the union),
+//! the children present in both merged recursively — in parallel near the root — and a
+//! difference inside the paths makes a new Node4 above both. A leaf meets a subtree by
+//! insertion. Ordered key ranges (one per load chunk) thus merge by relinking a handful of
+//! subtrees along the two boundary paths.
+
+use std::fmt;
+use std::mem;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::{Duplicate, EntryRef, KeySource};
+
+/// Merges of node pairs at fewer levels below the root than this merge their common
+/// children in parallel; deeper subtrees are too small to pay for a task.
+const PARALLEL_LEVELS: u32 = 2;
+
+/// Adaptive radix tree of entries: a persistent value, O(1) to clone.
+#[derive(Clone, Default)]
+pub(crate) struct Art {
+    root: Child,
+    len: usize,
+}
+
+impl fmt::Debug for Art {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Art")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Art {
+    /// An empty tree.
+    pub(crate) fn new() -> Self {
+        Art::default()
+    }
+
+    /// Adds entry `e` (key `keys.key(e)`). With `unique`, an equal key already present is an
+    /// error and leaves the tree unchanged; otherwise `e` joins the entries of its key.
+    pub(crate) fn insert(
+        &mut self,
+        e: EntryRef,
+        keys: &impl KeySource,
+        unique: bool,
+    ) -> Result<(), Duplicate> {
+        let key = keys.key(e);
+        insert_leaf(&mut self.root, Child::leaf(e), key, 0, keys, unique, false)?;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The tree holding the entries of `a` and `b` (entries of `a` first among equal keys).
+    /// Common subtrees are merged in parallel on the current rayon pool. With `unique`,
+    /// fails on a key present in both.
+    pub(crate) fn merge(
+        a: Art,
+        b: Art,
+        keys: &impl KeySource,
+        unique: bool,
+    ) -> Result<Art, Duplicate> {
+        let len = a.len + b.len;
+        let root = merge_children(a.root, b.root, 0, 0, keys, unique)?;
+        Ok(Art { root, len })
+    }
+
+    /// Appends the entries whose key equals `key` to `out`.
+    pub(crate) fn get(&self, key: &[u8], keys: &impl KeySource, out: &mut Vec<EntryRef>) {
+        let mut c = &self.root;
+        let mut depth = 0;
+        loop {
+            match c.view() {
+                View::Empty => return,
+                View::Leaf(e) => {
+                    if keys.key(e) == key {
+                        out.push(e);
+                    }
+                    return;
+                }
+                View::Multi(v) => {
+                    if keys.key(v[0]) == key {
+                        out.extend_from_slice(v);
+                    }
+                    return;
+                }
+                View::N4(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
+                View::N16(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
+                View::N48(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
+                View::N256(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
+            }
+        }
+    }
+
+    /// Appends, in key order, the entries between `lo` and `hi` (prefix-aware bounds: see
+    /// `Index::range`).
+    pub(crate) fn range(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        keys: &impl KeySource,
+        out: &mut Vec<EntryRef>,
+    ) {
+        let mut path = Vec::new();
+        let mut scan = Scan { keys, out };
+        scan.walk(&self.root, &mut path, lo, hi);
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes of memory held by the nodes and entry lists (shared nodes counted once per
+    /// path that reaches them).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.root.heap_bytes()
+    }
+}
+
+/// The value of an `Option`, or return from the function.
+macro_rules! some_or_return {
+    ($e:expr) => {
+        match $e {
+            Some(x) => x,
+            None => return,
+        }
+    };
+}
+use some_or_return;
+
+/// The child of `n` on the path of `key`, reached after `depth` bytes (moved past the
+/// child's byte), or None when no key below `n` can equal `key`.
+#[inline(always)]
+fn child_on_path<'a, T: Inner>(n: &'a T, key: &[u8], depth: &mut usize) -> Option<&'a Child> {
+    let p = n.prefix().as_slice();
+    if !key[*depth..].starts_with(p) {
+        return None;
+    }
+    let at = *depth + p.len();
+    let c = n.find(*key.get(at)?)?;
+    *depth = at + 1;
+    Some(c)
+}
+
+// ---------------------------------------------------------------------------------------
+// Nodes
+
+// A slot of a node (or the root), 8 bytes: nothing, one entry, entries with equal keys, or
+// a node. Packed (see `slot`) so that a Node256 is 2 KiB, not 4: half the memory to fault
+// in, copy and miss in cache than with a 16-byte enum (ordered 32-bit keys: 16.3 → 8.2
+// bytes per key, CPU time of a build −20 %).
+use slot::{Child, Kind, View};
+
+/// Runs `$body` with `$n` bound to a shared reference to the node in `$child` (a
+/// `&Child`), or `$other` for a leaf or an empty slot.
+macro_rules! on_node {
+    ($child:expr, $n:ident => $body:expr, _ => $other:expr) => {
+        match $child.view() {
+            View::N4($n) => $body,
+            View::N16($n) => $body,
+            View::N48($n) => $body,
+            View::N256($n) => $body,
+            _ => $other,
+        }
+    };
+}
+
+/// Runs `$body` with `$n` bound to a mutable reference to the node in `$child` (a
+/// `&mut Child`; copied first when shared), or `$other` for a leaf or an empty slot.
+macro_rules! on_node_mut {
+    ($child:expr, $n:ident => $body:expr, _ => $other:expr) => {{
+        let c: &mut Child = $child;
+        match c.kind() {
+            Kind::N4 => {
+                let $n = c.node_mut::<Node4>();
+                $body
+            }
+            Kind::N16 => {
+                let $n = c.node_mut::<Node16>();
+                $body
+            }
+            Kind::N48 => {
+                let $n = c.node_mut::<Node48>();
+                $body
+            }
+            Kind::N256 => {
+                let $n = c.node_mut::<Node256>();
+                $body
+            }
+            _ => $other,
+        }
+    }};
+}
+
+/// The packed slot: the only `unsafe` of the tree.
+mod slot {
+    use std::mem::ManuallyDrop;
+    use std::sync::Arc;
+    use std::sync::atomic::{Ordering, fence};
+
+    use super::{Node4, Node16, Node48, Node256};
+    use crate::EntryRef;
+
+    /// Bit that marks an inline entry.
+    const LEAF: u64 = 1 << 63;
+    /// Low bits of a pointer slot that hold its kind (pointees are 8-byte aligned).
+    const TAG: u64 = 7;
+
+    /// What a slot holds.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub(super) enum Kind {
+        /// nothing
+        Empty,
+        /// one entry, inline
+        Leaf,
+        /// entries with equal keys, behind an `Arc<Vec<EntryRef>>`
+        Multi,
+        /// `Arc<Node4>`
+        N4,
+        /// `Arc<Node16>`
+        N16,
+        /// `Arc<Node48>`
+        N48,
+        /// `Arc<Node256>`
+        N256,
+    }
+
+    /// A slot, borrowed.
+    pub(super) enum View<'a> {
+        Empty,
+        Leaf(EntryRef),
+        Multi(&'a Vec<EntryRef>),
+        N4(&'a Node4),
+        N16(&'a Node16),
+        N48(&'a Node48),
+        N256(&'a Node256),
+    }
+
+    /// A type a slot can point to, with its tag.
+    pub(super) trait Pointee: Clone + Send + Sync {
+        /// the tag in the low bits (1..=5)
+        const TAG: u64;
+    }
+    impl Pointee for Vec<EntryRef> {
+        const TAG: u64 = 1;
+    }
+    impl Pointee for Node4 {
+        const TAG: u64 = 2;
+    }
+    impl Pointee for Node16 {
+        const TAG: u64 = 3;
+    }
+    impl Pointee for Node48 {
+        const TAG: u64 = 4;
+    }
+    impl Pointee for Node256 {
+        const TAG: u64 = 5;
+    }
+
+    /// One slot: 0 is empty; with the top bit set, the bits of an [`EntryRef`] whose top bit
+    /// is clear (segment ids below 2^31; others go to a one-entry `Multi`); otherwise
+    /// `Arc::into_raw` of a [`Pointee`] or'ed with its tag. A pointer slot owns one strong
+    /// count of its `Arc`. User-space pointers have the top bit clear.
+    ///
+    /// Send and Sync as the `Arc`s it stands for: every pointee is Send + Sync.
+    #[repr(transparent)]
+    pub(super) struct Child(u64);
+
+    impl Default for Child {
+        #[inline(always)]
+        fn default() -> Self {
+            Child::EMPTY
+        }
+    }
+
+    impl Child {
+        /// The empty slot.
+        pub(super) const EMPTY: Child = Child(0);
+
+        /// A slot holding entry `e`.
+        #[inline(always)]
+        pub(super) fn leaf(e: EntryRef) -> Child {
+            let bits = e.to_bits();
+            if bits & LEAF == 0 {
+                Child(bits | LEAF)
+            } else {
+                Child::from_arc(Arc::new(vec![e]))
+            }
+        }
+
+        /// A slot owning `a`.
+        #[inline(always)]
+        pub(super) fn from_arc<T: Pointee>(a: Arc<T>) -> Child {
+            let p = Arc::into_raw(a) as usize as u64;
+            debug_assert_eq!(p & (TAG | LEAF), 0, "unaligned or high pointer");
+            Child(p | T::TAG)
+        }
+
+        /// What the slot holds.
+        #[inline(always)]
+        pub(super) fn kind(&self) -> Kind {
+            if self.0 & LEAF != 0 {
+                return Kind::Leaf;
+            }
+            match self.0 & TAG {
+                0 => Kind::Empty,
+                1 => Kind::Multi,
+                2 => Kind::N4,
+                3 => Kind::N16,
+                4 => Kind::N48,
+                _ => Kind::N256,
+            }
+        }
+
+        /// True for the empty slot.
+        #[inline(always)]
+        pub(super) fn is_empty(&self) -> bool {
+            self.0 == 0
+        }
+
+        /// True for a node (not empty, not a leaf).
+        #[inline(always)]
+        pub(super) fn is_node(&self) -> bool {
+            self.0 & LEAF == 0 && self.0 & TAG >= Node4::TAG
+        }
+
+        /// The pointer of a pointer slot, tag cleared.
+        #[inline(always)]
+        fn ptr<T>(&self) -> *const T {
+            (self.0 & !TAG) as usize as *const T
+        }
+
+        /// The pointee of a slot tagged `T::TAG`.
+        #[inline(always)]
+        pub(super) fn node<T: Pointee>(&self) -> &T {
+            assert_eq!(self.0 & (TAG | LEAF), T::TAG, "slot of another kind");
+            self.get()
+        }
+
+        /// The pointee, for a pointer slot tagged `T::TAG`.
+        #[inline(always)]
+        fn get<T: Pointee>(&self) -> &T {
+            debug_assert_eq!(self.0 & (TAG | LEAF), T::TAG);
+            // SAFETY: the tag says the pointer came from `Arc::<T>::into_raw`, and this slot
+            // owns a strong count of it, alive at least as long as the borrow of `self`;
+            // writes happen only through `node_mut`, which needs `&mut self`.
+            unsafe { &*self.ptr::<T>() }
+        }
+
+        /// The slot, borrowed.
+        #[inline(always)]
+        pub(super) fn view(&self) -> View<'_> {
+            match self.kind() {
+                Kind::Empty => View::Empty,
+                Kind::Leaf => View::Leaf(EntryRef::from_bits(self.0 & !LEAF)),
+                Kind::Multi => View::Multi(self.get()),
+                Kind::N4 => View::N4(self.get()),
+                Kind::N16 => View::N16(self.get()),
+                Kind::N48 => View::N48(self.get()),
+                Kind::N256 => View::N256(self.get()),
+            }
+        }
+
+        /// The pointee of a slot tagged `T::TAG`, to change: copied into a fresh `Arc` first
+        /// when another slot shares it (copy-on-write, as [`Arc::make_mut`]).
+        #[inline(always)]
+        pub(super) fn node_mut<T: Pointee>(&mut self) -> &mut T {
+            assert_eq!(self.0 & (TAG | LEAF), T::TAG, "slot of another kind");
+            let p = self.ptr::<T>();
+            // SAFETY: the tag says `p` came from `Arc::<T>::into_raw`; this slot owns one
+            // strong count, which the ManuallyDrop handle stands for without releasing it.
+            let arc = ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+            if Arc::strong_count(&arc) == 1 {
+                // pairs with the Release decrement of a slot dropped by another thread, so
+                // that its reads of the pointee happen before our writes
+                fence(Ordering::Acquire);
+            } else {
+                let copy = Arc::new(T::clone(&arc));
+                // this slot lets go of its count of the shared pointee
+                drop(ManuallyDrop::into_inner(arc));
+                // no leak if the line above unwinds: it cannot (a count of 2+ is only
+                // decremented), and `self` is overwritten right away
+                self.0 = Arc::into_raw(copy) as usize as u64 | T::TAG;
+            }
+            // SAFETY: the strong count is 1 and this slot, borrowed mutably for the
+            // lifetime of the result, owns it: there is no other reference to the pointee,
+            // and none can be made (only `clone` of this slot makes one, and it needs
+            // `&self`). There are no weak handles. The pointer has the allocation's
+            // provenance (from `into_raw`), so writing through it is allowed.
+            unsafe { &mut *(self.ptr::<T>() as *mut T) }
+        }
+    }
+
+    impl Clone for Child {
+        #[inline]
+        fn clone(&self) -> Self {
+            // SAFETY: (each arm) the tag gives the pointee type of a pointer from
+            // `Arc::into_raw`, alive because this slot owns a count; the new slot owns the
+            // count added here.
+            unsafe {
+                match self.kind() {
+                    Kind::Empty | Kind::Leaf => {}
+                    Kind::Multi => Arc::increment_strong_count(self.ptr::<Vec<EntryRef>>()),
+                    Kind::N4 => Arc::increment_strong_count(self.ptr::<Node4>()),
+                    Kind::N16 => Arc::increment_strong_count(self.ptr::<Node16>()),
+                    Kind::N48 => Arc::increment_strong_count(self.ptr::<Node48>()),
+                    Kind::N256 => Arc::increment_strong_count(self.ptr::<Node256>()),
+                }
+            }
+            Child(self.0)
+        }
+    }
+
+    impl Drop for Child {
+        #[inline]
+        fn drop(&mut self) {
+            // SAFETY: (each arm) the tag gives the pointee type of a pointer from
+            // `Arc::into_raw`; this slot owns one count and gives it back exactly once.
+            unsafe {
+                match self.kind() {
+                    Kind::Empty | Kind::Leaf => {}
+                    Kind::Multi => drop(Arc::from_raw(self.ptr::<Vec<EntryRef>>())),
+                    Kind::N4 => drop(Arc::from_raw(self.ptr::<Node4>())),
+                    Kind::N16 => drop(Arc::from_raw(self.ptr::<Node16>())),
+                    Kind::N48 => drop(Arc::from_raw(self.ptr::<Node48>())),
+                    Kind::N256 => drop(Arc::from_raw(self.ptr::<Node256>())),
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    impl Child {
+        /// Strong count of the pointee (tests).
+        pub(super) fn strong_count(&self) -> usize {
+            match self.kind() {
+                Kind::Empty | Kind::Leaf => 0,
+                // SAFETY: as in `clone`; the handle is not dropped
+                Kind::Multi => Arc::strong_count(&ManuallyDrop::new(unsafe {
+                    Arc::from_raw(self.ptr::<Vec<EntryRef>>())
+                })),
+                // SAFETY: as in `clone`; the handle is not dropped
+                Kind::N4 => Arc::strong_count(&ManuallyDrop::new(unsafe {
+                    Arc::from_raw(self.ptr::<Node4>())
+                })),
+                _ => unimplemented!("tests count Multi and Node4 only"),
+            }
+        }
+
+        /// The raw slot (tests).
+        pub(super) fn bits(&self) -> u64 {
+            self.0
+        }
+    }
+
+    // the slot must be exactly one word
+    const _: () = assert!(std::mem::size_of::<Child>() == 8);
+}
+
+/// Compressed path of a node: inline up to [`Prefix::INLINE`] bytes, boxed beyond.
+#[derive(Clone)]
+enum Prefix {
+    /// short prefix in place
+    Inline {
+        len: u8,
+        bytes: [u8; Prefix::INLINE],
+    },
+    /// long prefix on the heap
+    Heap(Box<[u8]>),
+}
+
+impl Default for Prefix {
+    fn default() -> Self {
+        Prefix::Inline {
+            len: 0,
+            bytes: [0; Prefix::INLINE],
+        }
+    }
+}
+
+impl Prefix {
+    /// Longest prefix kept in place.
+    const INLINE: usize = 22;
+
+    /// The prefix `p`.
+    fn new(p: &[u8]) -> Self {
+        if p.len() <= Prefix::INLINE {
+            let mut bytes = [0; Prefix::INLINE];
+            bytes[..p.len()].copy_from_slice(p);
+            Prefix::Inline {
+                len: p.len() as u8,
+                bytes,
+            }
+        } else {
+            Prefix::Heap(p.into())
+        }
+    }
+
+    /// The bytes.
+    #[inline(always)]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Prefix::Inline { len, bytes } => &bytes[..*len as usize],
+            Prefix::Heap(b) => b,
+        }
+    }
+
+    /// Heap bytes beyond the node.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Prefix::Inline { .. } => 0,
+            Prefix::Heap(b) => b.len(),
+        }
+    }
+}
+
+/// Node with up to `N` children (4 or 16), key bytes sorted.
+#[derive(Clone)]
+struct NodeN<const N: usize> {
+    prefix: Prefix,
+    n: u8,
+    keys: [u8; N],
+    children: [Child; N],
+}
+
+/// Node with up to 4 children.
+type Node4 = NodeN<4>;
+/// Node with up to 16 children.
+type Node16 = NodeN<16>;
+
+/// Node with up to 48 children behind a 256-byte index.
+#[derive(Clone)]
+struct Node48 {
+    prefix: Prefix,
+    n: u8,
+    /// slot + 1 of the child for each byte; 0: none
+    index: [u8; 256],
+    children: [Child; 48],
+}
+
+/// Node with a slot for every byte.
+#[derive(Clone)]
+struct Node256 {
+    prefix: Prefix,
+    n: u16,
+    children: [Child; 256],
+}
+
+/// Operations every inner node type has.
+trait Inner: Clone {
+    /// The compressed path.
+    fn prefix(&self) -> &Prefix;
+    /// The compressed path, to change.
+    fn prefix_mut(&mut self) -> &mut Prefix;
+    /// Number of children.
+    fn count(&self) -> usize;
+    /// True when a child for `b` cannot be added without growing.
+    fn full_without(&self, b: u8) -> bool;
+    /// The child for byte `b`.
+    fn find(&self, b: u8) -> Option<&Child>;
+    /// The slot for byte `b`, added (empty, counted) when absent; the caller fills it.
+    /// The node must not be [`Inner::full_without`] `b`.
+    fn slot_for(&mut self, b: u8) -> &mut Child;
+    /// Calls `f` for each child in byte order.
+    fn each<'a>(&'a self, f: impl FnMut(u8, &'a Child));
+    /// Calls `f` for each child slot that holds a child, in any order.
+    fn each_mut<'a>(&'a mut self, f: impl FnMut(u8, &'a mut Child));
+    /// Bytes of the node's allocation, its children's included.
+    fn heap_bytes(&self) -> usize;
+}
+
+/// `N` empty slots.
+fn empty_children<const N: usize>() -> [Child; N] {
+    std::array::from_fn(|_| Child::EMPTY)
+}
+
+impl<const N: usize> NodeN<N> {
+    /// A node without children.
+    fn empty(prefix: Prefix) -> Self {
+        NodeN {
+            prefix,
+            n: 0,
+            keys: [0; N],
+            children: empty_children(),
+        }
+    }
+
+    /// Position of byte `b` among the keys.
+    #[inline(always)]
+    fn position(&self, b: u8) -> Option<usize> {
+        // branch-free compare of all N bytes (vectorizes), masked to the used ones
+        let mut mask = 0u32;
+        for (i, &k) in self.keys.iter().enumerate() {
+            mask |= ((k == b) as u32) << i;
+        }
+        mask &= (1u32 << self.n) - 1;
+        (mask != 0).then(|| mask.trailing_zeros() as usize)
+    }
+
+    /// Number of used keys below `b`: where `b` goes.
+    #[inline(always)]
+    fn rank(&self, b: u8) -> usize {
+        let mut mask = 0u32;
+        for (i, &k) in self.keys.iter().enumerate() {
+            mask |= ((k < b) as u32) << i;
+        }
+        (mask & ((1u32 << self.n) - 1)).count_ones() as usize
+    }
+
+    /// A node of this size holding the children of a smaller one.
+    fn grown_from<const M: usize>(small: &mut NodeN<M>) -> Self {
+        let mut node = NodeN::empty(mem::take(&mut small.prefix));
+        let n = small.n as usize;
+        node.keys[..n].copy_from_slice(&small.keys[..n]);
+        for (to, from) in node.children.iter_mut().zip(&mut small.children[..n]) {
+            *to = mem::take(from);
+        }
+        node.n = small.n;
+        node
+    }
+}
+
+impl Node4 {
+    /// The node holding two children with different bytes.
+    fn two(prefix: Prefix, b1: u8, c1: Child, b2: u8, c2: Child) -> Self {
+        debug_assert_ne!(b1, b2);
+        let mut node = Node4::empty(prefix);
+        let (first, second) = if b1 < b2 {
+            ((b1, c1), (b2, c2))
+        } else {
+            ((b2, c2), (b1, c1))
+        };
+        node.keys[0] = first.0;
+        node.children[0] = first.1;
+        node.keys[1] = second.0;
+        node.children[1] = second.1;
+        node.n = 2;
+        node
+    }
+}
+
+impl<const N: usize> Inner for NodeN<N> {
+    #[inline(always)]
+    fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+    fn prefix_mut(&mut self) -> &mut Prefix {
+        &mut self.prefix
+    }
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.n as usize
+    }
+    #[inline(always)]
+    fn full_without(&self, b: u8) -> bool {
+        self.n as usize == N && self.position(b).is_none()
+    }
+    #[inline(always)]
+    fn find(&self, b: u8) -> Option<&Child> {
+        self.position(b).map(|i| &self.children[i])
+    }
+    #[inline(always)]
+    fn slot_for(&mut self, b: u8) -> &mut Child {
+        if let Some(i) = self.position(b) {
+            return &mut self.children[i];
+        }
+        let n = self.n as usize;
+        debug_assert!(n < N);
+        let at = self.rank(b);
+        if at < n {
+            self.keys.copy_within(at..n, at + 1);
+            self.children[at..=n].rotate_right(1);
+        }
+        self.keys[at] = b;
+        self.n += 1;
+        &mut self.children[at]
+    }
+    fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
+        let n = self.n as usize;
+        for (&b, c) in self.keys[..n].iter().zip(&self.children[..n]) {
+            f(b, c);
+        }
+    }
+    fn each_mut<'a>(&'a mut self, mut f: impl FnMut(u8, &'a mut Child)) {
+        let n = self.n as usize;
+        for (&b, c) in self.keys[..n].iter().zip(&mut self.children[..n]) {
+            f(b, c);
+        }
+    }
+    fn heap_bytes(&self) -> usize {
+        ARC_HEADER
+            + mem::size_of::<Self>()
+            + self.prefix.heap_bytes()
+            + self.children[..self.n as usize]
+                .iter()
+                .map(Child::heap_bytes)
+                .sum::<usize>()
+    }
+}
+
+impl Node48 {
+    /// A node without children.
+    fn empty(prefix: Prefix) -> Self {
+        Node48 {
+            prefix,
+            n: 0,
+            index: [0; 256],
+            children: empty_children(),
+        }
+    }
+
+    /// A node holding the children of a full Node16 (taken from it).
+    fn grown_from(small: &mut Node16) -> Self {
+        let mut node = Node48 {
+            prefix: mem::take(&mut small.prefix),
+            n: small.n,
+            index: [0; 256],
+            children: empty_children(),
+        };
+        for i in 0..small.n as usize {
+            node.index[small.keys[i] as usize] = i as u8 + 1;
+            node.children[i] = mem::take(&mut small.children[i]);
+        }
+        node
+    }
+}
+
+impl Inner for Node48 {
+    #[inline(always)]
+    fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+    fn prefix_mut(&mut self) -> &mut Prefix {
+        &mut self.prefix
+    }
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.n as usize
+    }
+    #[inline(always)]
+    fn full_without(&self, b: u8) -> bool {
+        self.n == 48 && self.index[b as usize] == 0
+    }
+    #[inline(always)]
+    fn find(&self, b: u8) -> Option<&Child> {
+        match self.index[b as usize] {
+            0 => None,
+            i => Some(&self.children[i as usize - 1]),
+        }
+    }
+    #[inline(always)]
+    fn slot_for(&mut self, b: u8) -> &mut Child {
+        let mut i = self.index[b as usize] as usize;
+        if i == 0 {
+            debug_assert!(self.n < 48);
+            self.n += 1;
+            i = self.n as usize;
+            self.index[b as usize] = i as u8;
+        }
+        &mut self.children[i - 1]
+    }
+    fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
+        for (b, &i) in self.index.iter().enumerate() {
+            if i != 0 {
+                f(b as u8, &self.children[i as usize - 1]);
+            }
+        }
+    }
+    fn each_mut<'a>(&'a mut self, mut f: impl FnMut(u8, &'a mut Child)) {
+        let mut byte_of = [0u8; 48];
+        for (b, &i) in self.index.iter().enumerate() {
+            if i != 0 {
+                byte_of[i as usize - 1] = b as u8;
+            }
+        }
+        let n = self.n as usize;
+        for (c, &b) in self.children[..n].iter_mut().zip(&byte_of[..n]) {
+            f(b, c);
+        }
+    }
+    fn heap_bytes(&self) -> usize {
+        ARC_HEADER
+            + mem::size_of::<Self>()
+            + self.prefix.heap_bytes()
+            + self.children[..self.n as usize]
+                .iter()
+                .map(Child::heap_bytes)
+                .sum::<usize>()
+    }
+}
+
+impl Node256 {
+    /// A node without children.
+    fn empty(prefix: Prefix) -> Self {
+        Node256 {
+            prefix,
+            n: 0,
+            children: empty_children(),
+        }
+    }
+
+    /// A node holding the children of a full Node48 (taken from it).
+    fn grown_from(small: &mut Node48) -> Self {
+        let mut node = Node256 {
+            prefix: mem::take(&mut small.prefix),
+            n: small.n as u16,
+            children: empty_children(),
+        };
+        for (b, &i) in small.index.iter().enumerate() {
+            if i != 0 {
+                node.children[b] = mem::take(&mut small.children[i as usize - 1]);
+            }
+        }
+        node
+    }
+}
+
+impl Inner for Node256 {
+    #[inline(always)]
+    fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+    fn prefix_mut(&mut self) -> &mut Prefix {
+        &mut self.prefix
+    }
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.n as usize
+    }
+    #[inline(always)]
+    fn full_without(&self, _b: u8) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn find(&self, b: u8) -> Option<&Child> {
+        let c = &self.children[b as usize];
+        (!c.is_empty()).then_some(c)
+    }
+    #[inline(always)]
+    fn slot_for(&mut self, b: u8) -> &mut Child {
+        let c = &mut self.children[b as usize];
+        self.n += c.is_empty() as u16;
+        c
+    }
+    fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
+        for (b, c) in self.children.iter().enumerate() {
+            if !c.is_empty() {
+                f(b as u8, c);
+            }
+        }
+    }
+    fn each_mut<'a>(&'a mut self, mut f: impl FnMut(u8, &'a mut Child)) {
+        for (b, c) in self.children.iter_mut().enumerate() {
+            if !c.is_empty() {
+                f(b as u8, c);
+            }
+        }
+    }
+    fn heap_bytes(&self) -> usize {
+        ARC_HEADER
+            + mem::size_of::<Self>()
+            + self.prefix.heap_bytes()
+            + self.children.iter().map(Child::heap_bytes).sum::<usize>()
+    }
+}
+
+/// Bytes of the reference counts in front of an `Arc`'s value.
+const ARC_HEADER: usize = 2 * mem::size_of::<usize>();
+
+impl Child {
+    /// The first entry of a leaf.
+    fn first_entry(&self) -> EntryRef {
+        match self.view() {
+            View::Leaf(e) => e,
+            View::Multi(v) => v[0],
+            _ => unreachable!("first_entry of a non-leaf"),
+        }
+    }
+
+    /// Appends the entries of a leaf.
+    fn push_entries(&self, out: &mut Vec<EntryRef>) {
+        match self.view() {
+            View::Leaf(e) => out.push(e),
+            View::Multi(v) => out.extend_from_slice(v),
+            _ => {}
+        }
+    }
+
+    /// The compressed path of a node (empty for a leaf).
+    #[inline(always)]
+    fn prefix(&self) -> &[u8] {
+        on_node!(self, n => n.prefix().as_slice(), _ => &[])
+    }
+
+    /// Replaces the compressed path of a node.
+    fn set_prefix(&mut self, p: &[u8]) {
+        let p = Prefix::new(p);
+        on_node_mut!(self, n => *n.prefix_mut() = p, _ => unreachable!("prefix of a leaf"))
+    }
+
+    /// Number of children of a node.
+    fn count(&self) -> usize {
+        on_node!(self, n => n.count(), _ => 0)
+    }
+
+    /// The child of a node for byte `b`.
+    #[inline(always)]
+    fn find(&self, b: u8) -> Option<&Child> {
+        on_node!(self, n => n.find(b), _ => None)
+    }
+
+    /// The slot of a node for byte `b` (added empty when absent, the node grown when
+    /// full); the caller fills an empty one.
+    #[inline(always)]
+    fn slot_for(&mut self, b: u8) -> &mut Child {
+        if on_node!(self, n => n.full_without(b), _ => false) {
+            self.grow();
+        }
+        on_node_mut!(self, n => n.slot_for(b), _ => unreachable!("slot_for on a leaf"))
+    }
+
+    /// Most children the node can hold without growing.
+    fn capacity(&self) -> usize {
+        match self.kind() {
+            Kind::N4 => 4,
+            Kind::N16 => 16,
+            Kind::N48 => 48,
+            Kind::N256 => 256,
+            _ => 0,
+        }
+    }
+
+    /// Grows a node, in one step, to the smallest size that holds `need` children.
+    fn reserve(&mut self, need: usize) {
+        if need <= self.capacity() {
+            return;
+        }
+        let prefix = on_node_mut!(self, n => mem::take(n.prefix_mut()), _ => unreachable!());
+        let mut grown = match need {
+            ..=16 => Child::from_arc(Arc::new(Node16::empty(prefix))),
+            17..=48 => Child::from_arc(Arc::new(Node48::empty(prefix))),
+            _ => Child::from_arc(Arc::new(Node256::empty(prefix))),
+        };
+        on_node_mut!(
+            self,
+            n => n.each_mut(|b, c| *grown.slot_for(b) = mem::take(c)),
+            _ => unreachable!()
+        );
+        *self = grown;
+    }
+
+    /// Replaces a full node by one of the next size.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let grown = match self.kind() {
+            Kind::N4 => Child::from_arc(Arc::new(Node16::grown_from(self.node_mut::<Node4>()))),
+            Kind::N16 => Child::from_arc(Arc::new(Node48::grown_from(self.node_mut()))),
+            Kind::N48 => Child::from_arc(Arc::new(Node256::grown_from(self.node_mut()))),
+            _ => unreachable!("growing a leaf or a Node256"),
+        };
+        *self = grown;
+    }
+
+    /// Bytes of the subtree's allocations.
+    fn heap_bytes(&self) -> usize {
+        match self.view() {
+            View::Empty | View::Leaf(_) => 0,
+            View::Multi(v) => ARC_HEADER + mem::size_of::<Vec<EntryRef>>() + v.capacity() * 8,
+            View::N4(n) => n.heap_bytes(),
+            View::N16(n) => n.heap_bytes(),
+            View::N48(n) => n.heap_bytes(),
+            View::N256(n) => n.heap_bytes(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Insertion
+
+/// Length of the common prefix of `a` and `b`.
+#[inline(always)]
+fn common_len(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap());
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Byte `i` of `key`; a key that ends there is a proper prefix of another key.
+#[inline(always)]
+fn key_byte(key: &[u8], i: usize) -> u8 {
+    match key.get(i) {
+        Some(&b) => b,
+        None => not_prefix_free(key),
+    }
+}
+
+/// Panics: a key ended inside another key's path.
+#[cold]
+#[inline(never)]
+fn not_prefix_free(key: &[u8]) -> ! {
+    panic!("index keys must be prefix-free: key {key:02x?} is a prefix of another key")
+}
+
+/// Puts `leaf` (a Leaf or Multi with key `key`) into the subtree in `slot`, which starts
+/// after `depth` key bytes. `leaf_first`: among equal keys, `leaf`'s entries come first
+/// and are the `first` of a [`Duplicate`] (a merge of a left leaf into a right subtree).
+#[inline]
+fn insert_leaf(
+    mut slot: &mut Child,
+    leaf: Child,
+    key: &[u8],
+    mut depth: usize,
+    keys: &impl KeySource,
+    unique: bool,
+    leaf_first: bool,
+) -> Result<(), Duplicate> {
+    // One dispatch on the node kind per level: the prefix and fullness are checked through
+    // a shared borrow, and only then is the slot borrowed mutably to descend (a mutable
+    // borrow taken before a `split_prefix` or `grow` of the same slot would not check).
+    macro_rules! level {
+        ($T:ty, $can_fill:expr) => {{
+            let n: &$T = slot.node();
+            let p = n.prefix().as_slice();
+            let plen = p.len();
+            if plen != 0 {
+                let m = common_len(p, &key[depth..]);
+                if m < plen {
+                    split_prefix(slot, m, leaf, key, depth);
+                    return Ok(());
+                }
+            }
+            let b = key_byte(key, depth + plen);
+            if $can_fill && n.full_without(b) {
+                slot.grow();
+                continue;
+            }
+            depth += plen + 1;
+            let c = slot.node_mut::<$T>().slot_for(b);
+            if c.is_empty() {
+                *c = leaf;
+                return Ok(());
+            }
+            slot = c;
+        }};
+    }
+    loop {
+        match slot.kind() {
+            Kind::N256 => level!(Node256, false),
+            Kind::N48 => level!(Node48, true),
+            Kind::N16 => level!(Node16, true),
+            Kind::N4 => level!(Node4, true),
+            _ => return place_leaf(slot, leaf, key, depth, keys, unique, leaf_first),
+        }
+    }
+}
+
+/// Puts `leaf` into `slot`, which is empty or a leaf.
+fn place_leaf(
+    slot: &mut Child,
+    leaf: Child,
+    key: &[u8],
+    depth: usize,
+    keys: &impl KeySource,
+    unique: bool,
+    leaf_first: bool,
+) -> Result<(), Duplicate> {
+    if slot.is_empty() {
+        *slot = leaf;
+        return Ok(());
+    }
+    let there = slot.first_entry();
+    let other = keys.key(there);
+    if other == key {
+        let new = leaf.first_entry();
+        if unique {
+            return Err(if leaf_first {
+                Duplicate {
+                    first: new,
+                    second: there,
+                }
+            } else {
+                Duplicate {
+                    first: there,
+                    second: new,
+                }
+            });
+        }
+        if let (false, Kind::Multi, View::Leaf(e)) = (leaf_first, slot.kind(), leaf.view()) {
+            slot.node_mut::<Vec<EntryRef>>().push(e);
+            return Ok(());
+        }
+        let (x, y) = if leaf_first {
+            (&leaf, &*slot)
+        } else {
+            (&*slot, &leaf)
+        };
+        let mut v = Vec::with_capacity(2);
+        x.push_entries(&mut v);
+        y.push_entries(&mut v);
+        *slot = Child::from_arc(Arc::new(v));
+        return Ok(());
+    }
+    let at = depth + common_len(&key[depth..], other.get(depth..).unwrap_or(&[]));
+    let node = Node4::two(
+        Prefix::new(&key[depth..at]),
+        key_byte(other, at),
+        mem::take(slot),
+        key_byte(key, at),
+        leaf,
+    );
+    *slot = Child::from_arc(Arc::new(node));
+    Ok(())
+}
+
+/// Puts `leaf` beside the node in `slot`, whose prefix differs from `key` at its byte `m`:
+/// a new Node4 takes the common part of the prefix.
+fn split_prefix(slot: &mut Child, m: usize, leaf: Child, key: &[u8], depth: usize) {
+    let kb = key_byte(key, depth + m);
+    let p = slot.prefix();
+    let (head, pb) = (Prefix::new(&p[..m]), p[m]);
+    let tail = p[m + 1..].to_vec();
+    let mut old = mem::take(slot);
+    old.set_prefix(&tail);
+    *slot = Child::from_arc(Arc::new(Node4::two(head, pb, old, kb, leaf)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Merge
+
+/// The subtree holding the entries of subtrees `a` and `b`, both starting after `depth`
+/// key bytes, `level` nodes below the root.
+fn merge_children<K: KeySource>(
+    a: Child,
+    b: Child,
+    depth: usize,
+    level: u32,
+    keys: &K,
+    unique: bool,
+) -> Result<Child, Duplicate> {
+    if a.is_empty() {
+        return Ok(b);
+    }
+    if b.is_empty() {
+        return Ok(a);
+    }
+    match (a.is_node(), b.is_node()) {
+        (true, true) => merge_nodes(a, b, depth, level, keys, unique),
+        (true, false) => {
+            let mut t = a;
+            let key = keys.key(b.first_entry());
+            insert_leaf(&mut t, b, key, depth, keys, unique, false)?;
+            Ok(t)
+        }
+        (false, _) => {
+            let mut t = b;
+            let key = keys.key(a.first_entry());
+            insert_leaf(&mut t, a, key, depth, keys, unique, true)?;
+            Ok(t)
+        }
+    }
+}
+
+/// [`merge_children`] of two nodes.
+fn merge_nodes<K: KeySource>(
+    mut a: Child,
+    mut b: Child,
+    depth: usize,
+    level: u32,
+    keys: &K,
+    unique: bool,
+) -> Result<Child, Duplicate> {
+    let (pa, pb) = (a.prefix(), b.prefix());
+    let m = common_len(pa, pb);
+    let (la, lb) = (pa.len(), pb.len());
+    if m < la && m < lb {
+        // the paths part inside both prefixes: a new node above both
+        let head = Prefix::new(&pa[..m]);
+        let (ba, bb) = (pa[m], pb[m]);
+        let (ta, tb) = (pa[m + 1..].to_vec(), pb[m + 1..].to_vec());
+        a.set_prefix(&ta);
+        b.set_prefix(&tb);
+        return Ok(Child::from_arc(Arc::new(Node4::two(head, ba, a, bb, b))));
+    }
+    if m == la && m < lb {
+        // b's path continues below a: b goes to a's child for byte pb[m]
+        let byte = pb[m];
+        let tail = pb[m + 1..].to_vec();
+        b.set_prefix(&tail);
+        let slot = a.slot_for(byte);
+        let old = mem::take(slot);
+        *slot = merge_children(old, b, depth + m + 1, level + 1, keys, unique)?;
+        return Ok(a);
+    }
+    if m == lb && m < la {
+        let byte = pa[m];
+        let tail = pa[m + 1..].to_vec();
+        a.set_prefix(&tail);
+        let slot = b.slot_for(byte);
+        let old = mem::take(slot);
+        *slot = merge_children(a, old, depth + m + 1, level + 1, keys, unique)?;
+        return Ok(b);
+    }
+    // equal paths: merge the children of the smaller node into the bigger one
+    let depth = depth + m + 1;
+    let a_big = a.count() >= b.count();
+    let (mut big, mut small) = if a_big { (a, b) } else { (b, a) };
+    let pair = |t: Child, s: Child| {
+        if a_big {
+            merge_children(t, s, depth, level + 1, keys, unique)
+        } else {
+            merge_children(s, t, depth, level + 1, keys, unique)
+        }
+    };
+    if level < PARALLEL_LEVELS && rayon::current_num_threads() > 1 {
+        // the paper's algorithm: common children merged in parallel, then the smaller
+        // node's other children added
+        let mut by_byte: Vec<Child> = (0..256).map(|_| Child::EMPTY).collect();
+        on_node_mut!(
+            &mut small,
+            n => n.each_mut(|b, c| by_byte[b as usize] = mem::take(c)),
+            _ => unreachable!()
+        );
+        let mut pairs: Vec<(&mut Child, Child)> = Vec::new();
+        on_node_mut!(
+            &mut big,
+            n => n.each_mut(|b, c| {
+                let s = mem::take(&mut by_byte[b as usize]);
+                if !s.is_empty() {
+                    pairs.push((c, s));
+                }
+            }),
+            _ => unreachable!()
+        );
+        if pairs.len() > 1 {
+            pairs.into_par_iter().try_for_each(|(t, s)| {
+                *t = pair(mem::take(t), s)?;
+                Ok(())
+            })?;
+        } else {
+            for (t, s) in pairs {
+                *t = pair(mem::take(t), s)?;
+            }
+        }
+        let missing = by_byte.iter().filter(|s| !s.is_empty()).count();
+        big.reserve(big.count() + missing);
+        for (b, s) in by_byte.into_iter().enumerate() {
+            if !s.is_empty() {
+                *big.slot_for(b as u8) = s;
+            }
+        }
+    } else {
+        // grow the bigger node once to hold the union, then move the children over
+        let mut missing = 0;
+        on_node!(
+            &small,
+            sn => sn.each(|b, _| missing += big.find(b).is_none() as usize),
+            _ => unreachable!()
+        );
+        big.reserve(big.count() + missing);
+        let mut result = Ok(());
+        on_node_mut!(
+            &mut big,
+            bn => on_node_mut!(
+                &mut small,
+                sn => sn.each_mut(|b, c| {
+                    if result.is_ok() {
+                        let t = bn.slot_for(b);
+                        match pair(mem::take(t), mem::take(c)) {
+                            Ok(merged) => *t = merged,
+                            Err(e) => result = Err(e),
+                        }
+                    }
+                }),
+                _ => unreachable!()
+            ),
+            _ => unreachable!()
+        );
+        result?;
+    }
+    Ok(big)
+}
+
+// ---------------------------------------------------------------------------------------
+// Range scans
+
+/// Where a subtree (all of whose keys start with a path) lies against one bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// every key of the subtree is admitted by the bound
+    In,
+    /// no key is
+    Out,
+    /// the path is a proper prefix of the bound: look further down
+    Maybe,
+}
+
+/// Where keys starting with `path` lie against lower bound `lo`.
+fn lower_side(path: &[u8], lo: Bound<&[u8]>) -> Side {
+    let (p, excluded) = match lo {
+        Bound::Unbounded => return Side::In,
+        Bound::Included(p) => (p, false),
+        Bound::Excluded(p) => (p, true),
+    };
+    let m = path.len().min(p.len());
+    match path[..m].cmp(&p[..m]) {
+        std::cmp::Ordering::Greater => Side::In,
+        std::cmp::Ordering::Less => Side::Out,
+        // every key starts with p: >= p, but not "> p and not starting with p"
+        std::cmp::Ordering::Equal if path.len() >= p.len() => {
+            if excluded {
+                Side::Out
+            } else {
+                Side::In
+            }
+        }
+        std::cmp::Ordering::Equal => Side::Maybe,
+    }
+}
+
+/// Where keys starting with `path` lie against upper bound `hi`.
+fn upper_side(path: &[u8], hi: Bound<&[u8]>) -> Side {
+    let (p, excluded) = match hi {
+        Bound::Unbounded => return Side::In,
+        Bound::Included(p) => (p, false),
+        Bound::Excluded(p) => (p, true),
+    };
+    let m = path.len().min(p.len());
+    match path[..m].cmp(&p[..m]) {
+        std::cmp::Ordering::Less => Side::In,
+        std::cmp::Ordering::Greater => Side::Out,
+        // every key starts with p: "starts with p" admits, "< p" does not
+        std::cmp::Ordering::Equal if path.len() >= p.len() => {
+            if excluded {
+                Side::Out
+            } else {
+                Side::In
+            }
+        }
+        std::cmp::Ordering::Equal => Side::Maybe,
+    }
+}
+
+/// True when full key `key` lies between `lo` and `hi`.
+fn admits(key: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    // a key that is a proper prefix of a bound is below it
+    lower_side(key, lo) == Side::In && upper_side(key, hi) != Side::Out
+}
+
+/// An ordered scan in progress.
+struct Scan<'a, K> {
+    keys: &'a K,
+    out: &'a mut Vec<EntryRef>,
+}
+
+impl<K: KeySource> Scan<'_, K> {
+    /// Appends the entries of subtree `c`, reached through the key bytes `path`, that lie
+    /// between `lo` and `hi` (`Unbounded`: a bound every key below meets).
+    fn walk(&mut self, c: &Child, path: &mut Vec<u8>, lo: Bound<&[u8]>, hi: Bound<&[u8]>) {
+        if matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded)) {
+            self.all(c);
+            return;
+        }
+        match c.kind() {
+            Kind::Empty => {}
+            Kind::Leaf | Kind::Multi => {
+                if admits(self.keys.key(c.first_entry()), lo, hi) {
+                    c.push_entries(self.out);
+                }
+            }
+            _ => {
+                let start = path.len();
+                path.extend_from_slice(c.prefix());
+                let (lo, hi) = match narrow(path, lo, hi) {
+                    Some(b) => b,
+                    None => {
+                        path.truncate(start);
+                        return;
+                    }
+                };
+                on_node!(c, n => n.each(|b, child| {
+                    path.push(b);
+                    if let Some((lo, hi)) = narrow(path, lo, hi) {
+                        self.walk(child, path, lo, hi);
+                    }
+                    path.pop();
+                }), _ => unreachable!());
+                path.truncate(start);
+            }
+        }
+    }
+
+    /// Appends every entry of subtree `c`.
+    fn all(&mut self, c: &Child) {
+        match c.view() {
+            View::Empty => {}
+            View::Leaf(e) => self.out.push(e),
+            View::Multi(v) => self.out.extend_from_slice(v),
+            View::N4(n) => n.each(|_, child| self.all(child)),
+            View::N16(n) => n.each(|_, child| self.all(child)),
+            View::N48(n) => n.each(|_, child| self.all(child)),
+            View::N256(n) => n.each(|_, child| self.all(child)),
+        }
+    }
+}
+
+/// A lower and an upper bound.
+type Bounds<'b> = (Bound<&'b [u8]>, Bound<&'b [u8]>);
+
+/// The bounds that keys starting with `path` still have to be checked against
+/// (`Unbounded` for one they all meet), or None when no such key is admitted.
+fn narrow<'b>(path: &[u8], lo: Bound<&'b [u8]>, hi: Bound<&'b [u8]>) -> Option<Bounds<'b>> {
+    let lo = match lower_side(path, lo) {
+        Side::Out => return None,
+        Side::In => Bound::Unbounded,
+        Side::Maybe => lo,
+    };
+    let hi = match upper_side(path, hi) {
+        Side::Out => return None,
+        Side::In => Bound::Unbounded,
+        Side::Maybe => hi,
+    };
+    Some((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries whose segment id fits an inline leaf, and some that do not.
+    fn entries() -> Vec<EntryRef> {
+        [
+            (0, 0),
+            (5, 7),
+            ((1 << 31) - 1, u32::MAX),
+            (1 << 31, 0),
+            (u32::MAX, 9),
+        ]
+        .into_iter()
+        .map(|(s, p)| EntryRef::new(s, p))
+        .collect()
+    }
+
+    #[test]
+    fn slot_leaf_roundtrip() {
+        for e in entries() {
+            let c = Child::leaf(e);
+            let inline = e.segment() < (1 << 31);
+            assert_eq!(c.kind(), if inline { Kind::Leaf } else { Kind::Multi });
+            assert!(!c.is_empty() && !c.is_node());
+            assert_eq!(c.first_entry(), e);
+            let d = c.clone();
+            let mut v = Vec::new();
+            d.push_entries(&mut v);
+            c.push_entries(&mut v);
+            assert_eq!(v, vec![e, e]);
+        }
+        assert!(Child::EMPTY.is_empty());
+        assert_eq!(Child::default().kind(), Kind::Empty);
+    }
+
+    /// The slot's reference counting against `Arc`'s own (its safe twin).
+    #[test]
+    fn slot_counts_like_arc() {
+        let a = Arc::new(Node4::empty(Prefix::new(b"abc")));
+        let c = Child::from_arc(a.clone());
+        assert!(c.is_node());
+        assert_eq!((Arc::strong_count(&a), c.strong_count()), (2, 2));
+        let d = c.clone();
+        assert_eq!(Arc::strong_count(&a), 3);
+        assert_eq!(d.bits(), c.bits());
+        drop(d);
+        assert_eq!(Arc::strong_count(&a), 2);
+        drop(c);
+        assert_eq!(Arc::strong_count(&a), 1);
+        let v = Arc::new(vec![EntryRef::new(1, 2)]);
+        let c = Child::from_arc(v.clone());
+        let clones: Vec<Child> = (0..5).map(|_| c.clone()).collect();
+        assert_eq!(Arc::strong_count(&v), 7);
+        drop(clones);
+        drop(c);
+        assert_eq!(Arc::strong_count(&v), 1);
+    }
+
+    /// `node_mut` does what `Arc::make_mut` does: in place when unique, a copy when shared.
+    #[test]
+    fn node_mut_is_make_mut() {
+        let list = vec![EntryRef::new(1, 1), EntryRef::new(1, 2)];
+        // shared: the copy is changed, the other handle is not
+        let mut x = Child::from_arc(Arc::new(list.clone()));
+        let y = x.clone();
+        let mut ax = Arc::new(list.clone());
+        let ay = ax.clone();
+        let before = x.bits();
+        x.node_mut::<Vec<EntryRef>>().push(EntryRef::new(2, 0));
+        Arc::make_mut(&mut ax).push(EntryRef::new(2, 0));
+        assert_ne!(x.bits(), before);
+        assert_eq!((x.strong_count(), y.strong_count()), (1, 1));
+        let (mut vx, mut vy) = (Vec::new(), Vec::new());
+        x.push_entries(&mut vx);
+        y.push_entries(&mut vy);
+        assert_eq!((vx, vy), ((*ax).clone(), (*ay).clone()));
+        // unique: changed in place
+        let before = x.bits();
+        let p = Arc::as_ptr(&ax);
+        x.node_mut::<Vec<EntryRef>>().push(EntryRef::new(3, 0));
+        Arc::make_mut(&mut ax).push(EntryRef::new(3, 0));
+        assert_eq!(x.bits(), before);
+        assert_eq!(Arc::as_ptr(&ax), p);
+        // the other handle dropped on another thread: unique again, no copy
+        let z = x.clone();
+        std::thread::spawn(move || drop(z)).join().unwrap();
+        let before = x.bits();
+        x.node_mut::<Vec<EntryRef>>().push(EntryRef::new(4, 0));
+        assert_eq!(x.bits(), before);
+        let mut v = Vec::new();
+        x.push_entries(&mut v);
+        assert_eq!(v.len(), 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "slot of another kind")]
+    fn node_mut_checks_the_kind() {
+        let mut x = Child::from_arc(Arc::new(Node4::empty(Prefix::default())));
+        x.node_mut::<Node16>();
+    }
+
+    /// Inserting into a clone copies the path and leaves the original alone.
+    #[test]
+    fn insert_into_clone() {
+        struct Fixed(Vec<[u8; 4]>);
+        impl KeySource for Fixed {
+            fn key(&self, e: EntryRef) -> &[u8] {
+                &self.0[e.pos() as usize]
+            }
+        }
+        let keys = Fixed((0..3000u32).map(|i| (i * 3).to_be_bytes()).collect());
+        let mut a = Art::new();
+        for i in 0..2000 {
+            a.insert(EntryRef::new(0, i), &keys, true).unwrap();
+        }
+        let mut b = a.clone();
+        for i in 2000..3000 {
+            b.insert(EntryRef::new(0, i), &keys, true).unwrap();
+        }
+        let (mut va, mut vb) = (Vec::new(), Vec::new());
+        a.range(Bound::Unbounded, Bound::Unbounded, &keys, &mut va);
+        b.range(Bound::Unbounded, Bound::Unbounded, &keys, &mut vb);
+        assert_eq!(
+            va,
+            (0..2000).map(|i| EntryRef::new(0, i)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            vb,
+            (0..3000).map(|i| EntryRef::new(0, i)).collect::<Vec<_>>()
+        );
+        assert_eq!((a.len(), b.len()), (2000, 3000));
+        let d = b.insert(EntryRef::new(0, 5), &keys, true).unwrap_err();
+        assert_eq!(d.first, EntryRef::new(0, 5));
+        // entries of segments too big for an inline leaf, alone and with duplicates
+        let mut t = Art::new();
+        let big = [EntryRef::new(1 << 31, 7), EntryRef::new(u32::MAX, 7)];
+        t.insert(big[0], &keys, false).unwrap();
+        t.insert(EntryRef::new(0, 8), &keys, false).unwrap();
+        t.insert(big[1], &keys, false).unwrap();
+        t.insert(EntryRef::new(0, 7), &keys, false).unwrap();
+        let mut out = Vec::new();
+        t.get(&keys.0[7], &keys, &mut out);
+        assert_eq!(out, vec![big[0], big[1], EntryRef::new(0, 7)]);
+        out.clear();
+        t.range(Bound::Unbounded, Bound::Unbounded, &keys, &mut out);
+        assert_eq!(out.len(), 4);
+        let mut u = Art::new();
+        u.insert(big[0], &keys, true).unwrap();
+        let d = u.insert(EntryRef::new(0, 7), &keys, true).unwrap_err();
+        assert_eq!((d.first, d.second), (big[0], EntryRef::new(0, 7)));
+        let merged = Art::merge(t, u, &keys, false).unwrap();
+        out.clear();
+        merged.get(&keys.0[7], &keys, &mut out);
+        assert_eq!(out, vec![big[0], big[1], EntryRef::new(0, 7), big[0]]);
+        assert_eq!(merged.len(), 5);
+    }
+
+    /// The branch-free Node4/Node16 searches against plain loops.
+    #[test]
+    fn node_search_twins() {
+        let mut node = Node16::empty(Prefix::default());
+        for (i, b) in [3u8, 9, 17, 40, 41, 200, 255].into_iter().enumerate() {
+            node.keys[i] = b;
+            node.n = i as u8 + 1;
+            for probe in 0..=255u8 {
+                let used = &node.keys[..node.n as usize];
+                assert_eq!(node.position(probe), used.iter().position(|&k| k == probe));
+                assert_eq!(
+                    node.rank(probe),
+                    used.iter().filter(|&&k| k < probe).count()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn common_len_twin() {
+        let a: Vec<u8> = (0..40).collect();
+        for n in 0..40 {
+            for at in 0..=n {
+                let mut b = a[..n].to_vec();
+                if at < n {
+                    b[at] ^= 0x10;
+                }
+                let naive = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                assert_eq!(common_len(&a, &b), naive);
+                assert_eq!(common_len(&b, &a), naive);
+            }
+        }
+    }
+}
