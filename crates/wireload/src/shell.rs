@@ -227,12 +227,17 @@ fn describe(engine: &Engine, name: &str) -> Option<String> {
                     what.to_string(),
                     ix.def.kind.to_string(),
                     ix.index.len().to_string(),
+                    format!("{:.1}", ix.index.heap_bytes() as f64 / 1e6),
                 ]
             })
             .collect();
         out.push_str(&format!(
             "\n{}",
-            render::text_table(&["index", "columns", "", "using", "keys"], ix_rows, &[4])
+            render::text_table(
+                &["index", "columns", "", "using", "keys", "MB"],
+                ix_rows,
+                &[4, 5],
+            )
         ));
     }
     Some(out)
