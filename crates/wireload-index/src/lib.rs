@@ -22,7 +22,6 @@ pub mod keys;
 mod segment;
 
 use std::ops::Bound;
-use std::sync::Arc;
 
 pub use keys::{KeyEncoder, KeyError, Keys};
 pub use segment::{KeySource, Segment, SegmentTable};
@@ -316,6 +315,3 @@ impl Index {
         }
     }
 }
-
-/// Shared handle used by table versions.
-pub type IndexRef = Arc<Index>;

@@ -89,6 +89,41 @@ pub struct CreateIndex {
     pub if_not_exists: bool,
 }
 
+impl CreateIndex {
+    /// The index definition over table `def`: columns resolved to positions, the default
+    /// name `<table>_<cols>_idx` when none was given, checked against the table's types.
+    pub fn resolve(&self, def: &TableDef) -> Result<IndexDef, SqlError> {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| {
+                def.schema
+                    .columns
+                    .iter()
+                    .position(|col| &col.name == c)
+                    .ok_or_else(|| {
+                        SqlError::Parse(format!(
+                            "column \"{c}\" does not exist in table \"{}\"",
+                            def.name
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ix = IndexDef {
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{}_{}_idx", def.name, self.columns.join("_"))),
+            columns,
+            unique: self.unique,
+            primary: false,
+            kind: self.kind,
+        };
+        ix.check(&def.schema)?;
+        Ok(ix)
+    }
+}
+
 /// A parsed `DROP INDEX`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropIndex {

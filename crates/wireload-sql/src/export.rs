@@ -511,29 +511,7 @@ pub fn import_database(
                     )));
                 }
             };
-            let def = table.def();
-            let columns =
-                ci.columns
-                    .iter()
-                    .map(|c| {
-                        def.schema.columns.iter().position(|col| &col.name == c).ok_or_else(|| {
-                        export_error(format!(
-                            "index of table \"{}\" names column \"{c}\", which the table lacks",
-                            t.name
-                        ))
-                    })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-            let ix = wireload_storage::IndexDef {
-                name: ci
-                    .name
-                    .unwrap_or_else(|| format!("{}_{}_idx", t.name, ci.columns.join("_"))),
-                columns,
-                unique: ci.unique,
-                primary: false,
-                kind: ci.kind,
-            };
-            ix.check(&def.schema)?;
+            let ix = ci.resolve(table.def())?;
             wireload_load::create_index(&table, ix).map_err(|error| SqlError::Load {
                 table: t.name.clone(),
                 error,

@@ -366,42 +366,17 @@ impl Database {
 
     async fn create_index(&self, create: ddl::CreateIndex) -> Result<StatementOutput, SqlError> {
         let table = self.table(&create.table)?;
-        let def = table.def();
-        let mut columns = Vec::with_capacity(create.columns.len());
-        for c in &create.columns {
-            columns.push(
-                def.schema
-                    .columns
-                    .iter()
-                    .position(|col| &col.name == c)
-                    .ok_or_else(|| {
-                        SqlError::Parse(format!(
-                            "column \"{c}\" does not exist in table \"{}\"",
-                            def.name
-                        ))
-                    })?,
-            );
-        }
-        let name = create
-            .name
-            .unwrap_or_else(|| format!("{}_{}_idx", def.name, create.columns.join("_")));
-        if let Some(owner) = self.index_owner(&name) {
+        let ix = create.resolve(table.def())?;
+        if let Some(owner) = self.index_owner(&ix.name) {
             if create.if_not_exists {
                 return Ok(StatementOutput::Done("CREATE INDEX".into()));
             }
             return Err(SqlError::Unsupported(format!(
-                "an index called \"{name}\" already exists (on table \"{}\")",
+                "an index called \"{}\" already exists (on table \"{}\")",
+                ix.name,
                 owner.name()
             )));
         }
-        let ix = wireload_storage::IndexDef {
-            name,
-            columns,
-            unique: create.unique,
-            primary: false,
-            kind: create.kind,
-        };
-        ix.check(&def.schema)?;
         let table_name = table.name().to_string();
         self.run_blocking(None, move || {
             wireload_load::create_index(&table, ix).map_err(|error| SqlError::Load {
