@@ -1,6 +1,8 @@
 //! Classification of 64-byte blocks into bit masks (bit `i` = byte `i`): the data-parallel
-//! core of the structural scan. Each routine has a scalar twin; the SSE2 version is the
-//! x86-64 baseline, so it needs no runtime detection.
+//! core of the structural scan, one [`Classifier`] per SIMD backend, each tested against
+//! its scalar twin [`classify_scalar`] / [`prefix_xor_scalar`].
+
+use crate::simd::Backend;
 
 /// The special bytes of a dialect, as the block classifier sees them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,20 +24,75 @@ pub struct Masks {
     pub newline: u64,
 }
 
-/// Classifies a block, choosing the fastest routine this build has.
-#[inline(always)]
-pub fn classify(block: &[u8; 64], s: Specials) -> Masks {
-    #[cfg(target_arch = "x86_64")]
-    {
-        classify_sse2(block, s)
+/// A block classifier of one backend: special-byte masks of 64 bytes and the prefix XOR
+/// that turns quote positions into the in-quote mask. A value of an x86 or NEON classifier
+/// exists only on a CPU that has its features (see each `new`).
+pub trait Classifier: Copy {
+    /// The masks of `block`.
+    fn classify(&self, block: &[u8; 64]) -> Masks;
+    /// Bit `i` of the result is the XOR of bits `0..=i` of `x`.
+    fn prefix_xor(&self, x: u64) -> u64;
+}
+
+/// The portable classifier: [`classify_scalar`] and the shift cascade [`prefix_xor`].
+#[derive(Debug, Clone, Copy)]
+pub struct Portable(pub Specials);
+
+impl Classifier for Portable {
+    #[inline(always)]
+    fn classify(&self, block: &[u8; 64]) -> Masks {
+        classify_scalar(block, self.0)
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        classify_scalar(block, s)
+    #[inline(always)]
+    fn prefix_xor(&self, x: u64) -> u64 {
+        prefix_xor(x)
     }
 }
 
-/// Scalar twin of [`classify`].
+/// Classifies `block` with `backend`'s routines; `None` when this CPU cannot run it.
+/// (The scan inlines the classifiers into its loop; this is for tests and benchmarks.)
+pub fn classify_with(backend: Backend, block: &[u8; 64], s: Specials) -> Option<Masks> {
+    match backend {
+        Backend::Scalar => Some(classify_scalar(block, s)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Sse42 => x86::Sse42::new(s).map(|c| c.classify(block)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => x86::Avx2::new(s).map(|c| c.classify(block)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => x86::Avx512::new(s).map(|c| c.classify(block)),
+        #[cfg(target_arch = "aarch64")]
+        Backend::Neon => neon::Neon::new(s).map(|c| c.classify(block)),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// [`prefix_xor`] with `backend`'s routine (carry-less multiply on x86); `None` when this
+/// CPU cannot run it.
+pub fn prefix_xor_with(backend: Backend, x: u64) -> Option<u64> {
+    let s = Specials {
+        delimiter: b',',
+        quote: Some(b'"'),
+    };
+    match backend {
+        Backend::Scalar => Some(prefix_xor_scalar(x)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Sse42 => x86::Sse42::new(s).map(|c| c.prefix_xor(x)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => x86::Avx2::new(s).map(|c| c.prefix_xor(x)),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => x86::Avx512::new(s).map(|c| c.prefix_xor(x)),
+        #[cfg(target_arch = "aarch64")]
+        Backend::Neon => neon::Neon::new(s).map(|c| c.prefix_xor(x)),
+        #[allow(unreachable_patterns)]
+        _ => {
+            let _ = s;
+            None
+        }
+    }
+}
+
+/// Scalar twin of every classifier.
 pub fn classify_scalar(block: &[u8; 64], s: Specials) -> Masks {
     let mut m = Masks::default();
     for (i, &b) in block.iter().enumerate() {
@@ -53,34 +110,257 @@ pub fn classify_scalar(block: &[u8; 64], s: Specials) -> Masks {
     m
 }
 
-/// SSE2 version of [`classify`] (16 bytes per compare).
+/// The x86-64 classifiers: SSE 4.2 string compares, AVX2, AVX-512BW; all with a
+/// carry-less multiply (PCLMULQDQ) prefix XOR.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub fn classify_sse2(block: &[u8; 64], s: Specials) -> Masks {
+pub mod x86 {
     use std::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics are always available;
-    // every load reads 16 bytes at offsets 0, 16, 32, 48 of a 64-byte array, in bounds, and
-    // `_mm_loadu_si128` allows unaligned addresses.
-    unsafe {
-        let d = _mm_set1_epi8(s.delimiter as i8);
-        let q = _mm_set1_epi8(s.quote.unwrap_or(0) as i8);
-        let lf = _mm_set1_epi8(b'\n' as i8);
-        let cr = _mm_set1_epi8(b'\r' as i8);
-        let mut m = Masks::default();
-        for k in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
-            let dm = _mm_movemask_epi8(_mm_cmpeq_epi8(v, d)) as u16 as u64;
-            let qm = _mm_movemask_epi8(_mm_cmpeq_epi8(v, q)) as u16 as u64;
-            let nm = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)))
-                as u16 as u64;
-            m.delimiter |= dm << (16 * k);
-            m.quote |= qm << (16 * k);
-            m.newline |= nm << (16 * k);
+
+    use super::{Classifier, Masks, Specials};
+    use crate::simd::Backend;
+
+    /// Prefix XOR as a carry-less multiply by all ones.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ and SSE2.
+    #[inline(always)]
+    unsafe fn clmul_prefix_xor(x: u64) -> u64 {
+        // SAFETY: the caller guarantees PCLMULQDQ; the rest is SSE2 (x86-64 baseline).
+        unsafe {
+            let product = _mm_clmulepi64_si128::<0>(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1));
+            _mm_cvtsi128_si64(product) as u64
         }
-        if s.quote.is_none() {
-            m.quote = 0;
+    }
+
+    /// The paper's SSE 4.2 method: `pcmpestrm` with EQUAL_ANY, one per character set and
+    /// 16 bytes (explicit lengths, so NUL bytes in the data are ordinary bytes).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Sse42 {
+        s: Specials,
+    }
+
+    impl Sse42 {
+        /// The classifier, if this CPU has SSE 4.2 and PCLMULQDQ.
+        pub fn new(s: Specials) -> Option<Self> {
+            Backend::Sse42.supported().then_some(Sse42 { s })
         }
-        m
+    }
+
+    impl Classifier for Sse42 {
+        #[inline(always)]
+        fn classify(&self, block: &[u8; 64]) -> Masks {
+            const MODE: i32 = _SIDD_UBYTE_OPS | _SIDD_CMP_EQUAL_ANY | _SIDD_BIT_MASK;
+            let s = self.s;
+            // SAFETY: a `Sse42` exists only when the CPU has SSE 4.2 (checked in `new`);
+            // the loads read 16 bytes at offsets 0, 16, 32, 48 of a 64-byte array.
+            unsafe {
+                let d = _mm_set1_epi8(s.delimiter as i8);
+                let q = _mm_set1_epi8(s.quote.unwrap_or(0) as i8);
+                let nl = _mm_set_epi8(
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    b'\r' as i8,
+                    b'\n' as i8,
+                );
+                let mut m = Masks::default();
+                for k in 0..4 {
+                    let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+                    let dm = _mm_cvtsi128_si32(_mm_cmpestrm::<MODE>(d, 1, v, 16)) as u16 as u64;
+                    let qm = _mm_cvtsi128_si32(_mm_cmpestrm::<MODE>(q, 1, v, 16)) as u16 as u64;
+                    let nm = _mm_cvtsi128_si32(_mm_cmpestrm::<MODE>(nl, 2, v, 16)) as u16 as u64;
+                    m.delimiter |= dm << (16 * k);
+                    m.quote |= qm << (16 * k);
+                    m.newline |= nm << (16 * k);
+                }
+                if s.quote.is_none() {
+                    m.quote = 0;
+                }
+                m
+            }
+        }
+
+        #[inline(always)]
+        fn prefix_xor(&self, x: u64) -> u64 {
+            // SAFETY: a `Sse42` exists only when the CPU has PCLMULQDQ (checked in `new`).
+            unsafe { clmul_prefix_xor(x) }
+        }
+    }
+
+    /// AVX2: two 32-byte compares per character class.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Avx2 {
+        s: Specials,
+    }
+
+    impl Avx2 {
+        /// The classifier, if this CPU has AVX2 and PCLMULQDQ.
+        pub fn new(s: Specials) -> Option<Self> {
+            Backend::Avx2.supported().then_some(Avx2 { s })
+        }
+    }
+
+    impl Classifier for Avx2 {
+        #[inline(always)]
+        fn classify(&self, block: &[u8; 64]) -> Masks {
+            let s = self.s;
+            // SAFETY: an `Avx2` exists only when the CPU has AVX2 (checked in `new`); the
+            // loads read 32 bytes at offsets 0 and 32 of a 64-byte array.
+            unsafe {
+                let d = _mm256_set1_epi8(s.delimiter as i8);
+                let q = _mm256_set1_epi8(s.quote.unwrap_or(0) as i8);
+                let lf = _mm256_set1_epi8(b'\n' as i8);
+                let cr = _mm256_set1_epi8(b'\r' as i8);
+                let lo = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
+                let hi = _mm256_loadu_si256(block.as_ptr().add(32) as *const __m256i);
+                let mask = |c: __m256i| -> u64 {
+                    let l = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, c)) as u32 as u64;
+                    let h = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, c)) as u32 as u64;
+                    l | (h << 32)
+                };
+                let m = Masks {
+                    delimiter: mask(d),
+                    quote: if s.quote.is_some() { mask(q) } else { 0 },
+                    newline: mask(lf) | mask(cr),
+                };
+                // Without this barrier LLVM sinks the byte masks past the scan's branches
+                // and rebuilds them from 64 spilled bytes (3x the instructions).
+                std::hint::black_box(m)
+            }
+        }
+
+        #[inline(always)]
+        fn prefix_xor(&self, x: u64) -> u64 {
+            // SAFETY: an `Avx2` exists only when the CPU has PCLMULQDQ (checked in `new`).
+            unsafe { clmul_prefix_xor(x) }
+        }
+    }
+
+    /// AVX-512BW: one 64-byte load, each compare straight into a 64-bit mask.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Avx512 {
+        s: Specials,
+    }
+
+    impl Avx512 {
+        /// The classifier, if this CPU has AVX-512F/BW and PCLMULQDQ.
+        pub fn new(s: Specials) -> Option<Self> {
+            Backend::Avx512.supported().then_some(Avx512 { s })
+        }
+    }
+
+    impl Classifier for Avx512 {
+        #[inline(always)]
+        fn classify(&self, block: &[u8; 64]) -> Masks {
+            let s = self.s;
+            // SAFETY: an `Avx512` exists only when the CPU has AVX-512F and BW (checked in
+            // `new`); the load reads exactly the 64 bytes of `block`.
+            unsafe {
+                let v = _mm512_loadu_si512(block.as_ptr() as *const _);
+                let delimiter = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(s.delimiter as i8));
+                let quote = match s.quote {
+                    Some(q) => _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(q as i8)),
+                    None => 0,
+                };
+                let newline = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\n' as i8))
+                    | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\r' as i8));
+                Masks {
+                    delimiter,
+                    quote,
+                    newline,
+                }
+            }
+        }
+
+        #[inline(always)]
+        fn prefix_xor(&self, x: u64) -> u64 {
+            // SAFETY: an `Avx512` exists only when the CPU has PCLMULQDQ (checked in `new`).
+            unsafe { clmul_prefix_xor(x) }
+        }
+    }
+}
+
+/// The AArch64 classifier: NEON compares, 16 bytes at a time, narrowed to bit masks by
+/// pairwise additions of bit weights.
+#[cfg(target_arch = "aarch64")]
+pub mod neon {
+    use std::arch::aarch64::*;
+
+    use super::{Classifier, Masks, Specials, prefix_xor};
+    use crate::simd::Backend;
+
+    /// The NEON classifier.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Neon {
+        s: Specials,
+    }
+
+    impl Neon {
+        /// The classifier, if this CPU has NEON.
+        pub fn new(s: Specials) -> Option<Self> {
+            Backend::Neon.supported().then_some(Neon { s })
+        }
+    }
+
+    impl Classifier for Neon {
+        #[inline(always)]
+        fn classify(&self, block: &[u8; 64]) -> Masks {
+            const WEIGHTS: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+            let s = self.s;
+            // SAFETY: a `Neon` exists only when the CPU has NEON (checked in `new`); the
+            // loads read 16 bytes at offsets 0, 16, 32, 48 of a 64-byte array and 16 bytes
+            // of `WEIGHTS`.
+            unsafe {
+                let w = vld1q_u8(WEIGHTS.as_ptr());
+                let v = [
+                    vld1q_u8(block.as_ptr()),
+                    vld1q_u8(block.as_ptr().add(16)),
+                    vld1q_u8(block.as_ptr().add(32)),
+                    vld1q_u8(block.as_ptr().add(48)),
+                ];
+                // byte compares (0xFF / 0x00) of the four vectors into one u64
+                let to_bits = |m: [uint8x16_t; 4]| -> u64 {
+                    let a = vpaddq_u8(vandq_u8(m[0], w), vandq_u8(m[1], w));
+                    let b = vpaddq_u8(vandq_u8(m[2], w), vandq_u8(m[3], w));
+                    let c = vpaddq_u8(a, b);
+                    let c = vpaddq_u8(c, c);
+                    vgetq_lane_u64::<0>(vreinterpretq_u64_u8(c))
+                };
+                let eq = |c: u8| -> u64 {
+                    let c = vdupq_n_u8(c);
+                    to_bits([
+                        vceqq_u8(v[0], c),
+                        vceqq_u8(v[1], c),
+                        vceqq_u8(v[2], c),
+                        vceqq_u8(v[3], c),
+                    ])
+                };
+                let lf = vdupq_n_u8(b'\n');
+                let cr = vdupq_n_u8(b'\r');
+                let nl = |x: uint8x16_t| vorrq_u8(vceqq_u8(x, lf), vceqq_u8(x, cr));
+                Masks {
+                    delimiter: eq(s.delimiter),
+                    quote: s.quote.map_or(0, eq),
+                    newline: to_bits([nl(v[0]), nl(v[1]), nl(v[2]), nl(v[3])]),
+                }
+            }
+        }
+
+        #[inline(always)]
+        fn prefix_xor(&self, x: u64) -> u64 {
+            prefix_xor(x)
+        }
     }
 }
 
@@ -134,6 +414,15 @@ mod tests {
         ]
     }
 
+    /// Every backend this machine has agrees with the scalar twin on `block`.
+    fn check(block: &[u8; 64], s: Specials, what: &str) {
+        let want = classify_scalar(block, s);
+        for b in Backend::available() {
+            assert_eq!(classify_with(b, block, s), Some(want), "{b}: {what}");
+        }
+        assert_eq!(Portable(s).classify(block), want, "portable: {what}");
+    }
+
     #[test]
     fn classify_matches_scalar_on_random_and_adversarial_blocks() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -157,24 +446,28 @@ mod tests {
                         rng.random()
                     };
                 }
-                assert_eq!(classify(&block, s), classify_scalar(&block, s));
+                check(&block, s, "random");
             }
             // every special byte at every position
             for &c in &alphabet {
                 for pos in 0..64 {
                     let mut block = [b'a'; 64];
                     block[pos] = c;
-                    assert_eq!(
-                        classify(&block, s),
-                        classify_scalar(&block, s),
-                        "byte {c} at {pos}"
-                    );
+                    check(&block, s, &format!("byte {c} at {pos}"));
                 }
             }
             // every byte value
             for v in 0..=255u8 {
                 let block = [v; 64];
-                assert_eq!(classify(&block, s), classify_scalar(&block, s), "all {v}");
+                check(&block, s, &format!("all {v}"));
+            }
+            // all special characters at every position, every combination in a window
+            for pos in 0..64 {
+                let mut block = [b'a'; 64];
+                for (k, &c) in alphabet.iter().enumerate() {
+                    block[(pos + k) % 64] = c;
+                }
+                check(&block, s, &format!("window at {pos}"));
             }
         }
     }
@@ -182,12 +475,15 @@ mod tests {
     #[test]
     fn prefix_xor_matches_scalar() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(9);
-        for x in [0, 1, u64::MAX, 1 << 63, 0x8000_0000_0000_0001] {
-            assert_eq!(prefix_xor(x), prefix_xor_scalar(x));
-        }
-        for _ in 0..10_000 {
-            let x: u64 = rng.random();
-            assert_eq!(prefix_xor(x), prefix_xor_scalar(x));
+        let mut xs: Vec<u64> = vec![0, 1, u64::MAX, 1 << 63, 0x8000_0000_0000_0001];
+        xs.extend((0..64).map(|i| 1u64 << i));
+        xs.extend((0..10_000).map(|_| rng.random::<u64>()));
+        for x in xs {
+            let want = prefix_xor_scalar(x);
+            assert_eq!(prefix_xor(x), want);
+            for b in Backend::available() {
+                assert_eq!(prefix_xor_with(b, x), Some(want), "{b}: {x:#x}");
+            }
         }
     }
 }

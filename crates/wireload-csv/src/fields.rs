@@ -91,11 +91,29 @@ impl FieldBatch {
         self.rows = 0;
         self.escaped.clear();
         self.scratch.clear();
-        self.row_starts.clear();
-        let need = max_rows * self.stride;
+        let need = max_rows * self.stride + WINDOW;
         if self.spans.len() < need {
             self.spans.resize(need, Span::default());
         }
+        if self.row_starts.len() < max_rows {
+            self.row_starts.resize(max_rows, 0);
+        }
+    }
+
+    /// A writer that fills the batch with its state in locals (the scan's hot loop);
+    /// [`Fill::done`] hands the row count back.
+    #[inline(always)]
+    pub(crate) fn fill(&mut self) -> Fill<'_> {
+        Fill {
+            spans: &mut self.spans,
+            row_starts: &mut self.row_starts,
+            escaped: &mut self.escaped,
+            scratch: &mut self.scratch,
+            rows_out: &mut self.rows,
+            rows: 0,
+            base: self.base,
+        }
+        .resume()
     }
 
     /// Base offset of the batch.
@@ -138,7 +156,183 @@ impl FieldBatch {
     /// Ends the record being built, which started at `record_start`.
     #[inline(always)]
     pub(crate) fn commit_row(&mut self, record_start: usize) {
-        self.row_starts.push((record_start - self.base) as u32);
+        self.row_starts[self.rows] = (record_start - self.base) as u32;
         self.rows += 1;
+    }
+}
+
+/// A [`FieldBatch`] being filled, borrowed apart so that its pointers and counters live
+/// in registers; see [`FieldBatch::fill`].
+pub(crate) struct Fill<'b> {
+    spans: &'b mut [Span],
+    row_starts: &'b mut [u32],
+    escaped: &'b mut Vec<(u32, u32)>,
+    scratch: &'b mut Vec<u8>,
+    rows_out: &'b mut usize,
+    /// records in the batch
+    pub(crate) rows: usize,
+    base: usize,
+}
+
+impl Fill<'_> {
+    #[inline(always)]
+    fn resume(mut self) -> Self {
+        self.rows = *self.rows_out;
+        self
+    }
+
+    /// Stores the rows count back into the batch.
+    #[inline(always)]
+    pub(crate) fn done(self) {
+        *self.rows_out = self.rows;
+    }
+
+    /// Offset in the input that span offsets are relative to.
+    #[inline(always)]
+    pub(crate) fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Stores an unquoted field at `rel_s..rel_e` (relative to the base) in `slot`.
+    #[inline(always)]
+    pub(crate) fn put(&mut self, slot: usize, rel_s: u32, rel_e: u32) {
+        self.spans[slot] = Span {
+            start: rel_s,
+            end: rel_e,
+        };
+    }
+
+    /// Stores in `slot` the quoted field whose content (between its quotes) is
+    /// `data[start..end]`; see [`quoted_span`].
+    #[inline]
+    pub(crate) fn put_quoted(
+        &mut self,
+        slot: usize,
+        data: &[u8],
+        start: usize,
+        end: usize,
+        q: Quoting,
+    ) {
+        self.spans[slot] = quoted_span(data, start, end, q, self.base, self.escaped, self.scratch);
+    }
+
+    /// The window of [`WINDOW`] slots from `slot0`, if the batch has them.
+    #[inline(always)]
+    pub(crate) fn window(&mut self, slot0: usize) -> Option<Window<'_>> {
+        let spans = self.spans.get_mut(slot0..slot0 + WINDOW)?.try_into().ok()?;
+        Some(Window {
+            spans,
+            slot0,
+            escaped: self.escaped,
+            scratch: self.scratch,
+            row_starts: self.row_starts,
+            rows: &mut self.rows,
+            base: self.base,
+        })
+    }
+
+    /// See [`FieldBatch::commit_row`].
+    #[inline(always)]
+    pub(crate) fn commit_row(&mut self, record_start: usize) {
+        self.row_starts[self.rows] = (record_start - self.base) as u32;
+        self.rows += 1;
+    }
+}
+
+/// Slots one 64-byte block can write from the slot of its first field: each structural
+/// byte ends a field (one slot) and may end a record (one more skipped slot).
+pub(crate) const WINDOW: usize = 128;
+
+/// The quote character and whether doubled quotes are escapes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quoting {
+    /// the quote character
+    pub(crate) quote: u8,
+    /// a doubled quote inside quotes is one literal quote
+    pub(crate) doubling: bool,
+}
+
+/// The span of a quoted field whose content (between its quotes) is `data[start..end]`;
+/// doubled quotes are unescaped into `scratch` (the span then points there).
+#[inline]
+fn quoted_span(
+    data: &[u8],
+    start: usize,
+    end: usize,
+    q: Quoting,
+    base: usize,
+    escaped: &mut Vec<(u32, u32)>,
+    scratch: &mut Vec<u8>,
+) -> Span {
+    let content = &data[start..end];
+    if q.doubling && memchr::memchr(q.quote, content).is_some() {
+        let from = scratch.len();
+        let mut rest = content;
+        while let Some(i) = memchr::memchr(q.quote, rest) {
+            scratch.extend_from_slice(&rest[..=i]);
+            rest = &rest[i + 2..]; // skip the second quote of the pair
+        }
+        scratch.extend_from_slice(rest);
+        let idx = escaped.len() as u32;
+        escaped.push((from as u32, scratch.len() as u32));
+        Span {
+            start: (start - base) as u32,
+            end: idx | QUOTED | ESCAPED,
+        }
+    } else {
+        Span {
+            start: (start - base) as u32,
+            end: (end - base) as u32 | QUOTED,
+        }
+    }
+}
+
+/// [`WINDOW`] span slots of a [`Fill`] from `slot0`, indexed without bounds checks
+/// (offsets are masked; the scan guarantees they stay below [`WINDOW`] in valid input).
+pub(crate) struct Window<'w> {
+    spans: &'w mut [Span; WINDOW],
+    slot0: usize,
+    escaped: &'w mut Vec<(u32, u32)>,
+    scratch: &'w mut Vec<u8>,
+    row_starts: &'w mut [u32],
+    rows: &'w mut usize,
+    base: usize,
+}
+
+impl Window<'_> {
+    /// Records in the batch.
+    #[inline(always)]
+    pub(crate) fn rows(&self) -> usize {
+        *self.rows
+    }
+
+    /// Stores an unquoted field at `rel_s..rel_e` (relative to the base) in `slot`.
+    #[inline(always)]
+    pub(crate) fn put(&mut self, slot: usize, rel_s: u32, rel_e: u32) {
+        self.spans[slot.wrapping_sub(self.slot0) & (WINDOW - 1)] = Span {
+            start: rel_s,
+            end: rel_e,
+        };
+    }
+
+    /// See [`Fill::put_quoted`].
+    #[inline]
+    pub(crate) fn put_quoted(
+        &mut self,
+        slot: usize,
+        data: &[u8],
+        start: usize,
+        end: usize,
+        q: Quoting,
+    ) {
+        self.spans[slot.wrapping_sub(self.slot0) & (WINDOW - 1)] =
+            quoted_span(data, start, end, q, self.base, self.escaped, self.scratch);
+    }
+
+    /// See [`FieldBatch::commit_row`].
+    #[inline(always)]
+    pub(crate) fn commit_row(&mut self, record_start: usize) {
+        self.row_starts[*self.rows] = (record_start - self.base) as u32;
+        *self.rows += 1;
     }
 }

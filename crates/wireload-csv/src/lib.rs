@@ -26,12 +26,14 @@ mod error;
 mod fields;
 pub mod reference;
 mod scan;
+pub mod simd;
 
 pub use context::{QuoteState, chunk_ranges, chunk_start_states, first_record_start};
 pub use dialect::{Dialect, ScanMode};
 pub use error::{DialectError, ScanError, ScanErrorKind};
 pub use fields::FieldBatch;
-pub use scan::{ScanConfig, Scanner};
+pub use scan::{BlockScanner, ScanConfig, Scanner};
+pub use simd::Backend;
 
 /// The UTF-8 byte order mark, skipped at the start of the input.
 pub const BOM: &[u8] = b"\xEF\xBB\xBF";

@@ -8,11 +8,16 @@
 //! structural byte, a doubled quote or the end of input. Errors become events ordered with
 //! the structural bytes, so the first error in byte order is the one reported.
 
-use crate::block::{Specials, classify, prefix_xor};
+#[cfg(target_arch = "aarch64")]
+use crate::block::neon;
+#[cfg(target_arch = "x86_64")]
+use crate::block::x86;
+use crate::block::{Classifier, Masks, Portable, Specials};
 use crate::dialect::{Dialect, ScanMode};
 use crate::error::{DialectError, ScanError, ScanErrorKind};
-use crate::fields::{FieldBatch, MAX_REL};
+use crate::fields::{FieldBatch, Fill, MAX_REL, Quoting, Window};
 use crate::reference::RefScanner;
+use crate::simd::Backend;
 
 /// A dialect prepared for scanning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +84,27 @@ pub enum Scanner<'a> {
 
 impl<'a> Scanner<'a> {
     /// Scans the records of `data` that start in `start..end` (`start` must be a record
-    /// start), expecting `ncols` fields per record.
+    /// start), expecting `ncols` fields per record, with this process's SIMD backend
+    /// ([`Backend::selected`]).
     pub fn new(cfg: &ScanConfig, data: &'a [u8], start: usize, end: usize, ncols: usize) -> Self {
-        if cfg.block_scannable() {
-            Scanner::Blocks(BlockScanner::new(cfg, data, start, end, ncols))
+        Scanner::with_backend(Backend::selected(), cfg, data, start, end, ncols)
+    }
+
+    /// [`Scanner::new`] with a given backend (the scalar one where `backend` cannot run
+    /// here); [`Backend::Scalar`] and dialects with a distinct escape character get the
+    /// reference scanner.
+    pub fn with_backend(
+        backend: Backend,
+        cfg: &ScanConfig,
+        data: &'a [u8],
+        start: usize,
+        end: usize,
+        ncols: usize,
+    ) -> Self {
+        if cfg.block_scannable() && backend != Backend::Scalar && backend.supported() {
+            Scanner::Blocks(BlockScanner::with_backend(
+                backend, cfg, data, start, end, ncols,
+            ))
         } else {
             Scanner::Reference(RefScanner::new(cfg, data, start, end, ncols))
         }
@@ -109,10 +131,79 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The block classifier a [`BlockScanner`] runs with.
+#[derive(Debug, Clone, Copy)]
+enum Kernel {
+    Portable(Portable),
+    #[cfg(target_arch = "x86_64")]
+    Sse42(x86::Sse42),
+    #[cfg(target_arch = "x86_64")]
+    Avx2(x86::Avx2),
+    #[cfg(target_arch = "x86_64")]
+    Avx512(x86::Avx512),
+    #[cfg(target_arch = "aarch64")]
+    Neon(neon::Neon),
+}
+
+impl Kernel {
+    /// `backend`'s classifier, or the portable one where it cannot run here.
+    fn new(backend: Backend, s: Specials) -> Kernel {
+        let kernel = match backend {
+            #[cfg(target_arch = "x86_64")]
+            Backend::Sse42 => x86::Sse42::new(s).map(Kernel::Sse42),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx2 => x86::Avx2::new(s).map(Kernel::Avx2),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512 => x86::Avx512::new(s).map(Kernel::Avx512),
+            #[cfg(target_arch = "aarch64")]
+            Backend::Neon => neon::Neon::new(s).map(Kernel::Neon),
+            _ => None,
+        };
+        kernel.unwrap_or(Kernel::Portable(Portable(s)))
+    }
+}
+
+// The scan loop compiled once per backend, with the backend's target features enabled so
+// that the classifier's intrinsics inline into it.
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2,pclmulqdq,popcnt")]
+fn scan_sse42(
+    s: &mut BlockScanner<'_>,
+    c: x86::Sse42,
+    batch: &mut FieldBatch,
+    max_rows: usize,
+) -> Result<bool, ScanError> {
+    s.scan(c, batch, max_rows)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,pclmulqdq,popcnt")]
+fn scan_avx2(
+    s: &mut BlockScanner<'_>,
+    c: x86::Avx2,
+    batch: &mut FieldBatch,
+    max_rows: usize,
+) -> Result<bool, ScanError> {
+    s.scan(c, batch, max_rows)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt")]
+fn scan_avx512(
+    s: &mut BlockScanner<'_>,
+    c: x86::Avx512,
+    batch: &mut FieldBatch,
+    max_rows: usize,
+) -> Result<bool, ScanError> {
+    s.scan(c, batch, max_rows)
+}
+
 /// Block-at-a-time scanner; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct BlockScanner<'a> {
     cfg: ScanConfig,
+    kernel: Kernel,
     data: &'a [u8],
     end: usize,
     ncols: usize,
@@ -124,6 +215,10 @@ pub struct BlockScanner<'a> {
     bad_open: u64,
     bad_after_close: u64,
     fast_nl: u64,
+    /// `bad_open | bad_after_close | fast_nl`
+    errors: u64,
+    /// whether the block holds a quote character
+    block_quotes: bool,
     // carries into the next block
     next_pos: usize,
     quote_carry: u64,
@@ -140,8 +235,22 @@ pub struct BlockScanner<'a> {
 impl<'a> BlockScanner<'a> {
     /// See [`Scanner::new`].
     pub fn new(cfg: &ScanConfig, data: &'a [u8], start: usize, end: usize, ncols: usize) -> Self {
+        BlockScanner::with_backend(Backend::selected(), cfg, data, start, end, ncols)
+    }
+
+    /// A block scanner classifying with `backend` (the portable classifier for
+    /// [`Backend::Scalar`] and for backends this CPU cannot run).
+    pub fn with_backend(
+        backend: Backend,
+        cfg: &ScanConfig,
+        data: &'a [u8],
+        start: usize,
+        end: usize,
+        ncols: usize,
+    ) -> Self {
         BlockScanner {
             cfg: *cfg,
+            kernel: Kernel::new(backend, cfg.specials),
             data,
             end,
             ncols,
@@ -152,6 +261,8 @@ impl<'a> BlockScanner<'a> {
             bad_open: 0,
             bad_after_close: 0,
             fast_nl: 0,
+            errors: 0,
+            block_quotes: false,
             next_pos: start,
             quote_carry: 0,
             fs_carry: 1,
@@ -166,33 +277,49 @@ impl<'a> BlockScanner<'a> {
 
     /// Loads the block at `next_pos` and computes its event masks; false at end of input.
     #[inline(always)]
-    fn load_block(&mut self) -> bool {
+    fn load_block<C: Classifier>(&mut self, c: C) -> bool {
+        let pos = self.next_pos;
+        prefetch(self.data.as_ptr().wrapping_add(pos + PREFETCH_DISTANCE));
+        match self.data.get(pos..pos + 64) {
+            Some(b) => {
+                let m = c.classify(b.try_into().expect("64 bytes"));
+                self.set_block(c, pos, m, u64::MAX, 0);
+                true
+            }
+            None => self.load_tail(c),
+        }
+    }
+
+    /// [`load_block`](Self::load_block) for the last, partial block: padded with a byte
+    /// that is no special character.
+    #[cold]
+    #[inline(never)]
+    fn load_tail<C: Classifier>(&mut self, c: C) -> bool {
         let len = self.data.len();
         let pos = self.next_pos;
         if pos >= len {
             return false;
         }
         let mut tail = [self.cfg.pad; 64];
-        let (block, valid): (&[u8; 64], usize) = match self.data.get(pos..pos + 64) {
-            Some(b) => (b.try_into().expect("64 bytes"), 64),
-            None => {
-                let n = len - pos;
-                tail[..n].copy_from_slice(&self.data[pos..]);
-                (&tail, n)
-            }
-        };
-        let m = classify(block, self.cfg.specials);
-        let valid_mask = if valid == 64 {
-            u64::MAX
-        } else {
-            (1u64 << valid) - 1
-        };
-        let eof_bit = if pos + 64 >= len && valid < 64 {
-            1u64 << valid
-        } else {
-            0
-        };
-        let x = prefix_xor(m.quote) ^ self.quote_carry;
+        let valid = len - pos;
+        tail[..valid].copy_from_slice(&self.data[pos..]);
+        let m = c.classify(&tail);
+        self.set_block(c, pos, m, (1u64 << valid) - 1, 1u64 << valid);
+        true
+    }
+
+    /// Computes the event masks of the block at `pos` from its classification `m`: the
+    /// bytes in `valid_mask` are input, `eof_bit` marks the end of input inside the block.
+    #[inline(always)]
+    fn set_block<C: Classifier>(
+        &mut self,
+        c: C,
+        pos: usize,
+        m: Masks,
+        valid_mask: u64,
+        eof_bit: u64,
+    ) {
+        let x = c.prefix_xor(m.quote) ^ self.quote_carry;
         let st = (m.delimiter | m.newline) & !x & valid_mask;
         let mut bad_open = 0;
         let mut bad_after_close = 0;
@@ -219,9 +346,10 @@ impl<'a> BlockScanner<'a> {
         self.bad_open = bad_open;
         self.bad_after_close = bad_after_close;
         self.fast_nl = fast_nl;
-        self.events = st | bad_open | bad_after_close | fast_nl;
+        self.errors = bad_open | bad_after_close | fast_nl;
+        self.block_quotes = m.quote != 0;
+        self.events = st | self.errors;
         self.next_pos = pos + 64;
-        true
     }
 
     /// See [`Scanner::next_batch`].
@@ -230,33 +358,79 @@ impl<'a> BlockScanner<'a> {
         batch: &mut FieldBatch,
         max_rows: usize,
     ) -> Result<bool, ScanError> {
+        match self.kernel {
+            Kernel::Portable(c) => self.scan(c, batch, max_rows),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Sse42` exists only when the CPU has SSE 4.2 and PCLMULQDQ (its
+            // `new` checks), the features `scan_sse42` is compiled with; POPCNT comes
+            // with SSE 4.2 on every x86-64 CPU and is checked by `Backend::supported` too.
+            Kernel::Sse42(c) => unsafe { scan_sse42(self, c, batch, max_rows) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Avx2` exists only when the CPU has the features of `scan_avx2`.
+            Kernel::Avx2(c) => unsafe { scan_avx2(self, c, batch, max_rows) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Avx512` exists only when the CPU has the features of `scan_avx512`.
+            Kernel::Avx512(c) => unsafe { scan_avx512(self, c, batch, max_rows) },
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon(c) => self.scan(c, batch, max_rows),
+        }
+    }
+
+    /// The scan loop with classifier `c`.
+    #[inline(always)]
+    fn scan<C: Classifier>(
+        &mut self,
+        c: C,
+        batch: &mut FieldBatch,
+        max_rows: usize,
+    ) -> Result<bool, ScanError> {
         batch.reset(self.record_start, max_rows);
         debug_assert!(batch.capacity_rows() >= max_rows);
         if max_rows == 0 {
             return Ok(!self.done);
         }
+        let mut fill = batch.fill();
+        let result = self.scan_into(c, &mut fill, max_rows);
+        fill.done();
+        result
+    }
+
+    /// [`scan`](Self::scan) after the batch is reset.
+    #[inline(always)]
+    fn scan_into<C: Classifier>(
+        &mut self,
+        c: C,
+        fill: &mut Fill<'_>,
+        max_rows: usize,
+    ) -> Result<bool, ScanError> {
         while !self.done {
+            if self.errors == 0
+                && self.block_pos + 64 - fill.base() <= MAX_REL
+                && let Some(more) = self.drain_fast(fill, max_rows)?
+            {
+                return Ok(more);
+            }
             while self.events != 0 {
                 let bit = self.events.trailing_zeros();
                 self.events &= self.events - 1;
                 let pos = self.block_pos + bit as usize;
-                if (self.bad_open | self.bad_after_close | self.fast_nl) >> bit & 1 == 1 {
+                if self.errors >> bit & 1 == 1 {
                     return Err(self.error_at(bit, pos));
                 }
-                self.end_field(batch, pos)?;
+                self.end_field(fill, pos)?;
                 if self.newline >> bit & 1 == 1 {
-                    self.end_record(batch, pos)?;
+                    self.end_record(fill, pos)?;
                     if pos + 1 >= self.end {
                         self.done = true;
                         return Ok(false);
                     }
-                    if batch.rows() == max_rows {
+                    if fill.rows == max_rows {
                         return Ok(true);
                     }
                 }
             }
-            if !self.load_block() {
-                self.finish_input(batch)?;
+            if !self.load_block(c) {
+                self.finish_input(fill)?;
                 self.done = true;
                 return Ok(false);
             }
@@ -264,8 +438,114 @@ impl<'a> BlockScanner<'a> {
         Ok(false)
     }
 
+    /// The events of the current block when it has no errors and every offset in it fits a
+    /// span: ends fields and records with the scan state in registers. `Some(more)` when
+    /// the batch is full or the range is done, `None` when the block is used up.
+    ///
+    /// In a block without quote characters only the field still open from an earlier
+    /// block can be quoted, so just the first event looks at the field's first byte.
+    #[inline(always)]
+    fn drain_fast(
+        &mut self,
+        fill: &mut Fill<'_>,
+        max_rows: usize,
+    ) -> Result<Option<bool>, ScanError> {
+        let base = fill.base();
+        let row0 = fill.rows * self.stride;
+        let slot0 = row0 + self.k;
+        let Some(mut window) = fill.window(slot0) else {
+            return Ok(None);
+        };
+        let mut cur = Cursor {
+            events: self.events,
+            fs_rel: (self.field_start - base) as u32,
+            row0,
+            slot: slot0,
+        };
+        let result = match self.cfg.specials.quote {
+            Some(q) if self.block_quotes => {
+                self.drain_events::<true, false>(&mut cur, &mut window, base, q, max_rows)
+            }
+            Some(q) => {
+                match self.drain_events::<true, true>(&mut cur, &mut window, base, q, max_rows) {
+                    Ok(None) => {
+                        self.drain_events::<false, false>(&mut cur, &mut window, base, q, max_rows)
+                    }
+                    other => other,
+                }
+            }
+            None => self.drain_events::<false, false>(&mut cur, &mut window, base, 0, max_rows),
+        };
+        self.events = cur.events;
+        self.k = cur.slot - cur.row0;
+        self.field_start = base + cur.fs_rel as usize;
+        result
+    }
+
+    /// The loop of [`drain_fast`](Self::drain_fast): fields whose first byte may be the
+    /// quote `q` (`QUOTES`), and only for the first event (`ONE`).
+    #[inline(always)]
+    fn drain_events<const QUOTES: bool, const ONE: bool>(
+        &mut self,
+        cur: &mut Cursor,
+        window: &mut Window<'_>,
+        base: usize,
+        q: u8,
+        max_rows: usize,
+    ) -> Result<Option<bool>, ScanError> {
+        let data = self.data;
+        let nl = self.newline;
+        let quoting = Quoting {
+            quote: q,
+            doubling: self.cfg.doubling,
+        };
+        // the batch may start inside the block: `bp_rel` wraps then, but every event left
+        // in the block lies at or after the batch base
+        let bp_rel = self.block_pos.wrapping_sub(base) as u32;
+        while cur.events != 0 {
+            let bit = cur.events.trailing_zeros();
+            cur.events &= cur.events - 1;
+            let e_rel = bp_rel.wrapping_add(bit);
+            let fs_rel = cur.fs_rel;
+            // A record with more fields than slots writes its extra fields into the next
+            // record's slots (or leaves the window): it is an error at its end anyway.
+            let quoted = QUOTES && fs_rel < e_rel && data[base + fs_rel as usize] == q;
+            if quoted {
+                let (s, e) = (base + fs_rel as usize, base + e_rel as usize);
+                window.put_quoted(cur.slot, data, s + 1, e - 1, quoting);
+            } else {
+                window.put(cur.slot, fs_rel, e_rel);
+            }
+            cur.slot += 1;
+            cur.fs_rel = e_rel + 1;
+            if nl >> bit & 1 == 1 {
+                let rs = self.record_start;
+                let next = base + e_rel as usize + 1;
+                self.record_start = next;
+                let fields = cur.slot - cur.row0;
+                cur.slot = cur.row0;
+                if keep_record(fields, self.ncols, !quoted && fs_rel == e_rel, rs)? {
+                    window.commit_row(rs);
+                    cur.row0 += self.stride;
+                    cur.slot = cur.row0;
+                }
+                if next >= self.end {
+                    self.done = true;
+                    return Ok(Some(false));
+                }
+                if window.rows() == max_rows {
+                    return Ok(Some(true));
+                }
+            }
+            if ONE {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
     /// At the end of the input: close the last record, or report an open quote.
-    fn finish_input(&mut self, batch: &mut FieldBatch) -> Result<(), ScanError> {
+    fn finish_input(&mut self, fill: &mut Fill<'_>) -> Result<(), ScanError> {
         let len = self.data.len();
         if self.quote_carry != 0 {
             return Err(ScanError {
@@ -276,8 +556,8 @@ impl<'a> BlockScanner<'a> {
             });
         }
         if self.field_start < len || self.k > 0 {
-            self.end_field(batch, len)?;
-            self.end_record(batch, len)?;
+            self.end_field(fill, len)?;
+            self.end_record(fill, len)?;
         }
         Ok(())
     }
@@ -302,9 +582,10 @@ impl<'a> BlockScanner<'a> {
 
     /// Ends the field that runs from `field_start` to the structural byte at `e`.
     #[inline(always)]
-    fn end_field(&mut self, batch: &mut FieldBatch, e: usize) -> Result<(), ScanError> {
+    fn end_field(&mut self, fill: &mut Fill<'_>, e: usize) -> Result<(), ScanError> {
         let fs = self.field_start;
-        if e - batch.base() > MAX_REL {
+        let base = fill.base();
+        if e - base > MAX_REL {
             return Err(ScanError {
                 kind: ScanErrorKind::RecordTooLarge,
                 at: self.record_start,
@@ -314,27 +595,18 @@ impl<'a> BlockScanner<'a> {
         }
         let k = self.k;
         if k < self.stride {
+            let slot = fill.rows * self.stride + k;
             match self.cfg.specials.quote {
                 Some(q) if fs < e && self.data[fs] == q => {
-                    // validated: data[e - 1] is the closing quote
-                    let content = &self.data[fs + 1..e - 1];
-                    if self.cfg.doubling && memchr::memchr(q, content).is_some() {
-                        let scratch = batch.scratch_mut();
-                        let from = scratch.len();
-                        let mut rest = content;
-                        while let Some(i) = memchr::memchr(q, rest) {
-                            scratch.extend_from_slice(&rest[..=i]);
-                            rest = &rest[i + 2..]; // skip the second quote of the pair
-                        }
-                        scratch.extend_from_slice(rest);
-                        batch.set_escaped(k, fs + 1, from);
-                    } else {
-                        batch.set_plain(k, fs + 1, e - 1, true);
-                    }
+                    let quoting = Quoting {
+                        quote: q,
+                        doubling: self.cfg.doubling,
+                    };
+                    fill.put_quoted(slot, self.data, fs + 1, e - 1, quoting);
                     self.last_empty_unquoted = false;
                 }
                 _ => {
-                    batch.set_plain(k, fs, e, false);
+                    fill.put(slot, (fs - base) as u32, (e - base) as u32);
                     self.last_empty_unquoted = fs == e;
                 }
             }
@@ -346,16 +618,45 @@ impl<'a> BlockScanner<'a> {
 
     /// Ends the record at the record delimiter at `e` (or the end of input).
     #[inline(always)]
-    fn end_record(&mut self, batch: &mut FieldBatch, e: usize) -> Result<(), ScanError> {
+    fn end_record(&mut self, fill: &mut Fill<'_>, e: usize) -> Result<(), ScanError> {
         let k = self.k;
         let rs = self.record_start;
         self.k = 0;
         self.record_start = e + 1;
         if keep_record(k, self.ncols, self.last_empty_unquoted, rs)? {
-            batch.commit_row(rs);
+            fill.commit_row(rs);
         }
         Ok(())
     }
+}
+
+/// How far ahead of the block being classified the scan asks for input.
+const PREFETCH_DISTANCE: usize = 1024;
+
+/// Asks the CPU to bring the cache line at `p` into the cache (a hint; any address is
+/// allowed, none is dereferenced).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` is SSE (x86-64 baseline) and never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The scan state of [`BlockScanner::drain_fast`], kept in registers.
+struct Cursor {
+    /// structural bytes of the block not yet handled
+    events: u64,
+    /// start of the open field, relative to the batch base
+    fs_rel: u32,
+    /// the first field slot of the record being scanned
+    row0: usize,
+    /// the slot of the open field
+    slot: usize,
 }
 
 /// The end-of-record rule both scanners share: a record of `k` fields starting at `rs`

@@ -1,15 +1,27 @@
 //! The chunked scan against the `csv` crate (random valid RFC 4180 files, every chunk size
-//! from 1 byte up), and the block scanner against the reference scanner (random, often
-//! malformed, input).
+//! from 1 byte up), and the block scanner of every SIMD backend this machine has against
+//! the reference scanner (random, often malformed, input; special bytes at every position
+//! of a block).
 
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wireload_csv::reference::RefScanner;
 use wireload_csv::{
-    Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges,
-    chunk_start_states, first_record_start,
+    Backend, BlockScanner, Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner,
+    chunk_ranges, chunk_start_states, first_record_start,
 };
+
+/// A scanner to test: the reference scanner (`None`) or the block scanner classifying
+/// with a backend (`Scalar`: the portable classifier).
+type Engine = Option<Backend>;
+
+/// The reference scanner and the block scanner of every backend this machine has.
+fn engines() -> Vec<Engine> {
+    let mut all: Vec<Engine> = vec![None];
+    all.extend(Backend::available().into_iter().map(Some));
+    all
+}
 
 type Rows = Vec<Vec<(Vec<u8>, bool)>>;
 
@@ -21,7 +33,7 @@ fn scan_chunked(
     chunk_size: usize,
     max_rows: usize,
     ncols: usize,
-    reference: bool,
+    engine: Engine,
 ) -> Result<Rows, ScanError> {
     let cfg = ScanConfig::new(dialect, mode).unwrap();
     let chunks = chunk_ranges(0, data.len(), chunk_size);
@@ -33,10 +45,12 @@ fn scan_chunked(
             continue;
         }
         let mut batch = FieldBatch::new(ncols);
-        let mut scanner = if reference {
-            Scanner::Reference(RefScanner::new(&cfg, data, start, r.end, ncols))
-        } else {
-            Scanner::new(&cfg, data, start, r.end, ncols)
+        let mut scanner = match engine {
+            None => Scanner::Reference(RefScanner::new(&cfg, data, start, r.end, ncols)),
+            Some(b) if cfg.block_scannable() => Scanner::Blocks(BlockScanner::with_backend(
+                b, &cfg, data, start, r.end, ncols,
+            )),
+            Some(_) => Scanner::new(&cfg, data, start, r.end, ncols),
         };
         loop {
             let more = scanner.next_batch(&mut batch, max_rows)?;
@@ -156,7 +170,7 @@ fn chunked_scan_equals_csv_crate_on_random_rfc4180_files() {
         );
         let sizes = [1, 2, 3, 7, 63, 64, 65, 100, 1000, 1 << 20];
         for &chunk in &sizes {
-            for reference in [false, true] {
+            for engine in engines() {
                 let max_rows = rng.random_range(1..50);
                 let got = scan_chunked(
                     &data,
@@ -165,7 +179,7 @@ fn chunked_scan_equals_csv_crate_on_random_rfc4180_files() {
                     chunk,
                     max_rows,
                     ncols,
-                    reference,
+                    engine,
                 )
                 .unwrap_or_else(|e| {
                     panic!(
@@ -177,10 +191,7 @@ fn chunked_scan_equals_csv_crate_on_random_rfc4180_files() {
                     .into_iter()
                     .map(|r| r.into_iter().map(|(b, _)| b).collect())
                     .collect();
-                assert_eq!(
-                    got, expected,
-                    "case {case} chunk {chunk} reference {reference}"
-                );
+                assert_eq!(got, expected, "case {case} chunk {chunk} engine {engine:?}");
             }
         }
     }
@@ -193,13 +204,16 @@ fn fast_mode_equals_safe_mode_without_quoted_newlines_and_fails_with_them() {
         let dialect = random_dialect(&mut rng);
         let (data, _, ncols) = random_file(&mut rng, &dialect);
         let safe =
-            scan_chunked(&data, &dialect, ScanMode::Safe, 1 << 20, 1000, ncols, false).unwrap();
+            scan_chunked(&data, &dialect, ScanMode::Safe, 1 << 20, 1000, ncols, None).unwrap();
         let has_quoted_nl = safe
             .iter()
             .flatten()
             .any(|(b, q)| *q && b.iter().any(|&c| c == b'\n' || c == b'\r'));
-        for chunk in [1, 5, 64, 300, 1 << 20] {
-            let fast = scan_chunked(&data, &dialect, ScanMode::Fast, chunk, 7, ncols, false);
+        for (chunk, engine) in [1, 5, 64, 300, 1 << 20]
+            .into_iter()
+            .zip(engines().into_iter().cycle())
+        {
+            let fast = scan_chunked(&data, &dialect, ScanMode::Fast, chunk, 7, ncols, engine);
             if has_quoted_nl {
                 let err = fast.expect_err("fast mode must refuse quoted newlines");
                 assert_eq!(
@@ -256,15 +270,56 @@ fn block_scanner_equals_reference_scanner_on_arbitrary_input() {
         let ncols = rng.random_range(1..4);
         for mode in [ScanMode::Safe, ScanMode::Fast] {
             let max_rows = rng.random_range(1..10);
-            let block = scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, false);
             let reference =
-                scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, true);
-            assert_eq!(
-                block,
-                reference,
-                "case {case} {mode:?} {dialect:?} input {:?}",
-                String::from_utf8_lossy(&data)
-            );
+                scan_chunked(&data, dialect, mode, usize::MAX / 2, max_rows, ncols, None);
+            for engine in engines().into_iter().skip(1) {
+                let block = scan_chunked(
+                    &data,
+                    dialect,
+                    mode,
+                    usize::MAX / 2,
+                    max_rows,
+                    ncols,
+                    engine,
+                );
+                assert_eq!(
+                    block,
+                    reference,
+                    "case {case} {mode:?} {dialect:?} {engine:?} input {:?}",
+                    String::from_utf8_lossy(&data)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_special_byte_at_every_position_of_two_blocks_scans_alike_on_every_backend() {
+    // Records whose fields cross the 64-byte block boundary, with one special byte (or a
+    // pair of them) planted at each position of the first 130 bytes.
+    let base: Vec<u8> = b"1234567,abcdefghij,\"q,u\"\"o\",xyz\n".repeat(6);
+    let dialects = [
+        Dialect::default(),
+        Dialect {
+            quote: None,
+            escape: None,
+            ..Dialect::default()
+        },
+    ];
+    let plants: [&[u8]; 7] = [b",", b"\"", b"\n", b"\r", b"\r\n", b"\"\"", b"\xFF"];
+    for dialect in &dialects {
+        for plant in plants {
+            for pos in 0..130 {
+                let mut data = base.clone();
+                data.splice(pos..pos, plant.iter().copied());
+                for mode in [ScanMode::Safe, ScanMode::Fast] {
+                    let reference = scan_chunked(&data, dialect, mode, 1 << 20, 4, 4, None);
+                    for engine in engines().into_iter().skip(1) {
+                        let got = scan_chunked(&data, dialect, mode, 1 << 20, 4, 4, engine);
+                        assert_eq!(got, reference, "{plant:?} at {pos}, {mode:?}, {engine:?}");
+                    }
+                }
+            }
         }
     }
 }
@@ -285,7 +340,7 @@ fn backslash_escape_dialect_scans_in_chunks() {
         vec![b"5", b"plain\\"],
     ];
     for chunk in 1..data.len() + 2 {
-        let rows = scan_chunked(data, &dialect, ScanMode::Safe, chunk, 2, 2, false).unwrap();
+        let rows = scan_chunked(data, &dialect, ScanMode::Safe, chunk, 2, 2, None).unwrap();
         let rows: Vec<Vec<&[u8]>> = rows
             .iter()
             .map(|r| r.iter().map(|(b, _)| &b[..]).collect())
@@ -300,7 +355,7 @@ proptest! {
         let mut rng = StdRng::seed_from_u64(seed);
         let dialect = random_dialect(&mut rng);
         let (data, values, ncols) = random_file(&mut rng, &dialect);
-        let got = scan_chunked(&data, &dialect, ScanMode::Safe, chunk, 3, ncols, false).unwrap();
+        let got = scan_chunked(&data, &dialect, ScanMode::Safe, chunk, 3, ncols, Some(Backend::selected())).unwrap();
         let got: Vec<Vec<Vec<u8>>> = got.into_iter().map(|r| r.into_iter().map(|(b, _)| b).collect()).collect();
         prop_assert_eq!(got, values);
     }
