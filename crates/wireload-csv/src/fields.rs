@@ -77,6 +77,26 @@ impl FieldBatch {
         }
     }
 
+    /// The fields of column `col`, record by record: `(text, quoted)` as
+    /// [`field`](Self::field) gives them. `data` is the input the batch was scanned from.
+    #[inline]
+    pub fn column<'a>(&'a self, data: &'a [u8], col: usize) -> ColumnFields<'a> {
+        let slots = self.spans.get(col..self.rows * self.stride).unwrap_or(&[]);
+        ColumnFields {
+            spans: slots.iter().step_by(self.stride),
+            data: &data[self.base.min(data.len())..],
+            batch: self,
+        }
+    }
+
+    /// The unescaped text of the escaped field `idx` of the side table.
+    #[cold]
+    #[inline(never)]
+    fn escaped_text(&self, idx: u32) -> &[u8] {
+        let (a, b) = self.escaped[idx as usize];
+        &self.scratch[a as usize..b as usize]
+    }
+
     /// Byte offset in the input of the first byte of field `col` of record `row`
     /// (the opening quote of a quoted field).
     pub fn field_offset(&self, row: usize, col: usize) -> usize {
@@ -160,6 +180,38 @@ impl FieldBatch {
         self.rows += 1;
     }
 }
+
+/// The fields of one column of a [`FieldBatch`]; see [`FieldBatch::column`].
+#[derive(Debug, Clone)]
+pub struct ColumnFields<'a> {
+    spans: std::iter::StepBy<std::slice::Iter<'a, Span>>,
+    /// the input from the batch base on
+    data: &'a [u8],
+    batch: &'a FieldBatch,
+}
+
+impl<'a> Iterator for ColumnFields<'a> {
+    type Item = (&'a [u8], bool);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = *self.spans.next()?;
+        let quoted = s.end & QUOTED != 0;
+        let text = if s.end & ESCAPED == 0 {
+            &self.data[s.start as usize..(s.end & LOW) as usize]
+        } else {
+            self.batch.escaped_text(s.end & LOW)
+        };
+        Some((text, quoted))
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.spans.size_hint()
+    }
+}
+
+impl ExactSizeIterator for ColumnFields<'_> {}
 
 /// A [`FieldBatch`] being filled, borrowed apart so that its pointers and counters live
 /// in registers; see [`FieldBatch::fill`].

@@ -31,7 +31,7 @@ pub mod simd;
 pub use context::{QuoteState, chunk_ranges, chunk_start_states, first_record_start};
 pub use dialect::{Dialect, ScanMode};
 pub use error::{DialectError, ScanError, ScanErrorKind};
-pub use fields::FieldBatch;
+pub use fields::{ColumnFields, FieldBatch};
 pub use scan::{BlockScanner, ScanConfig, Scanner};
 pub use simd::Backend;
 

@@ -54,6 +54,11 @@ fn scan_chunked(
         };
         loop {
             let more = scanner.next_batch(&mut batch, max_rows)?;
+            for c in 0..ncols {
+                let by_column: Vec<_> = batch.column(data, c).collect();
+                let by_field: Vec<_> = (0..batch.rows()).map(|r| batch.field(data, r, c)).collect();
+                assert_eq!(by_column, by_field, "column {c}");
+            }
             for row in 0..batch.rows() {
                 rows.push(
                     (0..ncols)

@@ -1,7 +1,10 @@
 //! Load throughput of TPC-H lineitem held in memory: threads x chunk size x mode, median
 //! of 5 runs, MB/s. Asserts the row count of every run.
 //!
-//! `cargo bench -p wireload-load --bench load` (scale factor from `WIRELOAD_BENCH_SF`, default 0.1)
+//! `cargo bench -p wireload-load --bench load` (scale factor from `WIRELOAD_BENCH_SF`, default
+//! 0.1, or the lineitem file `WIRELOAD_BENCH_CSV`; `WIRELOAD_BENCH_QUICK=1`: safe mode and the default chunk size only;
+//! `WIRELOAD_BENCH_THREADS`, `WIRELOAD_BENCH_ROUNDS`: one thread count, runs per figure; the
+//! scan backend from `WIRELOAD_SIMD`, as in every wireload process)
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -33,13 +36,22 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0.1);
-    let mut text = String::new();
-    let mut rows = 0u64;
-    for r in LineItemGenerator::new(sf, 1, 1).iter() {
-        writeln!(text, "{r}").unwrap();
-        rows += 1;
-    }
-    let data: Arc<[u8]> = Arc::from(text.into_bytes());
+    let (data, rows): (Arc<[u8]>, u64) = match std::env::var("WIRELOAD_BENCH_CSV") {
+        Ok(path) => {
+            let bytes = std::fs::read(&path).expect("WIRELOAD_BENCH_CSV is readable");
+            let rows = memchr::memchr_iter(b'\n', &bytes).count() as u64;
+            (Arc::from(bytes), rows)
+        }
+        Err(_) => {
+            let mut text = String::new();
+            let mut rows = 0u64;
+            for r in LineItemGenerator::new(sf, 1, 1).iter() {
+                writeln!(text, "{r}").unwrap();
+                rows += 1;
+            }
+            (Arc::from(text.into_bytes()), rows)
+        }
+    };
     let schema = TableSchema::parse(SCHEMA).unwrap();
     println!(
         "lineitem SF {sf}: {:.1} MB, {rows} rows; default chunk size {} KiB",
@@ -50,11 +62,31 @@ fn main() {
         "{:>7} {:>6} {:>10} {:>10}",
         "threads", "mode", "chunk KiB", "MB/s"
     );
-    for threads in [1, 2] {
-        for mode in [ScanMode::Safe, ScanMode::Fast] {
-            for chunk in [256 << 10, 1 << 20, 4 << 20, 16 << 20] {
+    let quick = std::env::var("WIRELOAD_BENCH_QUICK").is_ok_and(|v| v == "1");
+    println!("scan backend: {}", wireload_csv::Backend::selected());
+    let modes: &[ScanMode] = if quick {
+        &[ScanMode::Safe]
+    } else {
+        &[ScanMode::Safe, ScanMode::Fast]
+    };
+    let thread_counts: Vec<usize> = match std::env::var("WIRELOAD_BENCH_THREADS") {
+        Ok(t) => vec![t.parse().expect("WIRELOAD_BENCH_THREADS is a number")],
+        Err(_) => vec![1, 2],
+    };
+    let runs: usize = std::env::var("WIRELOAD_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    for threads in thread_counts {
+        let chunks: Vec<usize> = if quick {
+            vec![default_chunk_size(threads)]
+        } else {
+            vec![256 << 10, 1 << 20, 4 << 20, 16 << 20]
+        };
+        for &mode in modes {
+            for &chunk in &chunks {
                 let mut mbs = Vec::new();
-                for _ in 0..5 {
+                for _ in 0..runs {
                     warm_memory(data.len() * 3 / 2);
                     let catalog = Catalog::default();
                     let t = catalog
@@ -89,7 +121,7 @@ fn main() {
                     "{threads:>7} {:>6} {:>10} {:>10.0}",
                     format!("{mode:?}"),
                     chunk >> 10,
-                    mbs[2]
+                    mbs[mbs.len() / 2]
                 );
             }
         }

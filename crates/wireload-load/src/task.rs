@@ -117,7 +117,9 @@ pub(crate) fn run(
             && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
         if nparts == 1 {
             for (c, b) in builders[0].iter_mut().enumerate() {
-                let fields = (0..rows).map(|r| field(&batch, data, r, c));
+                let fields = batch
+                    .column(data, c)
+                    .map(|(bytes, quoted)| Field { bytes, quoted });
                 let appended = if valid_utf8 {
                     // SAFETY: the batch's bytes are valid UTF-8 (checked above) and fields
                     // are cut at ASCII delimiters, quotes and newlines, never inside a

@@ -18,281 +18,239 @@
 //!   [`ValueError::OutOfRange`].
 //! - DECIMAL: `NaN` is [`ValueError::OutOfRange`], since Decimal128 has no NaN (PostgreSQL
 //!   stores NaN even in a `numeric(p,s)`).
+//!
+//! # Fast paths and their scalar twins
+//!
+//! Each numeric and date/time parser first tries the fixed shapes that bulk data comes in
+//! (`[sign]digits`, `[sign]digits.digits`, `YYYY-MM-DD[ HH:MM:SS[.ffffff]]`), reading 8 or
+//! 16 bytes as one word and checking every digit and separator at once (see
+//! `crate::swar`). Any other input (whitespace, exponents, long fields, anything
+//! malformed) goes to the byte-at-a-time twin in [`scalar`], which is the reference: both
+//! return the same `Result` for every input, which the property tests check. Integers of
+//! up to 4 bytes also take the scalar loop, which measured faster there.
+//!
+//! REAL/DOUBLE: a short decimal whose digits the type holds exactly is divided once by
+//! an exact power of ten (Clinger's fast path: one correctly rounded IEEE operation);
+//! every other float text goes to the scalar twin, which checks the syntax and converts
+//! with the standard library (`fast-float2` measured no faster than it here).
 
 use crate::error::ValueError;
 use crate::error::type_names as names;
+use crate::swar;
 
-/// Whether `b` is whitespace as C's `isspace` in the C locale defines it.
-#[inline(always)]
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-}
+pub mod scalar;
 
-/// `bytes` without leading and trailing whitespace.
-#[inline(always)]
-fn trim(bytes: &[u8]) -> &[u8] {
-    let mut start = 0;
-    let mut end = bytes.len();
-    while start < end && is_space(bytes[start]) {
-        start += 1;
-    }
-    while end > start && is_space(bytes[end - 1]) {
-        end -= 1;
-    }
-    &bytes[start..end]
-}
-
-#[inline(always)]
-fn skip_space(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() && is_space(bytes[i]) {
-        i += 1;
-    }
-    i
-}
-
-/// The value of the ASCII digit `b`, or a number above 9 if `b` is no digit.
-#[inline(always)]
-fn digit(b: u8) -> u8 {
-    b.wrapping_sub(b'0')
-}
+use scalar::{MICROS_PER_DAY, POW10, PgFloat, trim};
 
 // ---------------------------------------------------------------------------------------
 // Integers
 // ---------------------------------------------------------------------------------------
 
-/// Reads `[space] [sign] digits [space]` as PostgreSQL's `pg_strtoint*` do: returns the
-/// sign and the magnitude, which is at most `neg_limit` (the magnitude of the type's
-/// minimum) and below it for positive values.
-#[inline(always)]
-fn parse_integer(
-    bytes: &[u8],
-    neg_limit: u64,
-    ty: &'static str,
-) -> Result<(bool, u64), ValueError> {
-    let n = bytes.len();
-    let mut i = skip_space(bytes, 0);
-    let negative = match bytes.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let start = i;
-    // Up to 19 digits cannot overflow a u64: no overflow checks in this loop.
-    let unchecked_end = n.min(start + 19);
-    let mut magnitude: u64 = 0;
-    while i < unchecked_end {
-        let d = digit(bytes[i]);
-        if d > 9 {
-            break;
-        }
-        magnitude = magnitude * 10 + d as u64;
+/// `10^i` as `u64`, for `i` up to 16.
+const POW10_U64: [u64; 17] = {
+    let mut table = [1u64; 17];
+    let mut i = 1;
+    while i < 17 {
+        table[i] = table[i - 1] * 10;
         i += 1;
     }
-    if i == start {
-        return Err(ValueError::InvalidSyntax { ty });
-    }
-    if i == unchecked_end {
-        // Long input (leading zeros or an overflow): continue with checks.
-        while i < n {
-            let d = digit(bytes[i]);
-            if d > 9 {
-                break;
-            }
-            magnitude = magnitude
-                .checked_mul(10)
-                .and_then(|m| m.checked_add(d as u64))
-                .ok_or(ValueError::OutOfRange { ty })?;
-            i += 1;
+    table
+};
+
+/// Fields of at most this many bytes (sign included) go through the scalar twin's loop,
+/// inlined: it measured as fast or faster than a word for 1 to 4 digits
+/// (`benches/deser.rs`); longer fields are read as words.
+const SHORT_INTEGER: usize = 4;
+
+/// Whether `bytes` starts with a minus, and the bytes after the sign if any. `None` when
+/// empty.
+#[inline(always)]
+fn split_sign(bytes: &[u8]) -> Option<(bool, &[u8])> {
+    let first = *bytes.first()?;
+    let negative = first == b'-';
+    let signed = negative | (first == b'+');
+    Some((negative, &bytes[signed as usize..]))
+}
+
+/// Reads a field that is exactly `[+-]` and 1 to 19 digits, a word at a time: the sign
+/// and the magnitude. `None` for any other field, which the scalar path reads.
+#[inline(always)]
+fn integer_fast(bytes: &[u8]) -> Option<(bool, u64)> {
+    let (negative, body) = split_sign(bytes)?;
+    let n = body.len();
+    let magnitude = if n == 0 {
+        return None;
+    } else if n <= 8 {
+        let w = swar::load(body);
+        if swar::non_digits(w) != swar::padding(n) {
+            return None;
         }
-    }
-    // PostgreSQL detects overflow while reading digits, before it looks at what follows.
-    if magnitude > neg_limit {
+        swar::parse_first(w, n)
+    } else if n <= 16 {
+        // Two overlapping words, bytes 0..8 and n-8..n; the second's first 16 - n bytes
+        // were read by the first, and become leading zeros.
+        let w0 = swar::load(body);
+        let w1 = swar::load(&body[n - 8..]);
+        if swar::non_digits(w0) | swar::non_digits(w1) != 0 {
+            return None;
+        }
+        let tail = w1 & (!0 << (8 * (16 - n)));
+        // 16 digits stay below 10^16: no overflow.
+        swar::parse8(w0) * POW10_U64[n - 8] + swar::parse8(tail)
+    } else if n <= 19 {
+        // Three words, the last overlapping the second as above.
+        let w0 = swar::load(body);
+        let w1 = swar::load(&body[8..]);
+        let w2 = swar::load(&body[n - 8..]);
+        if swar::non_digits(w0) | swar::non_digits(w1) | swar::non_digits(w2) != 0 {
+            return None;
+        }
+        let tail = w2 & (!0 << (8 * (24 - n)));
+        // Below 10^19 < 2^64: no overflow.
+        swar::parse8(w0) * POW10_U64[n - 8]
+            + swar::parse8(w1) * POW10_U64[n - 16]
+            + swar::parse8(tail)
+    } else {
+        return None;
+    };
+    Some((negative, magnitude))
+}
+
+/// The signed value of a fast-path integer whose type's minimum has magnitude `neg_limit`,
+/// as the bits of a `u64`.
+#[inline(always)]
+fn integer_value(
+    negative: bool,
+    magnitude: u64,
+    neg_limit: u64,
+    ty: &'static str,
+) -> Result<u64, ValueError> {
+    // Positive values stay below `neg_limit`, negative ones may reach it.
+    if magnitude > neg_limit - 1 + negative as u64 {
         return Err(ValueError::OutOfRange { ty });
     }
-    if skip_space(bytes, i) != n {
-        return Err(ValueError::InvalidSyntax { ty });
+    Ok(if negative {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    })
+}
+
+/// An integer of a type whose minimum has magnitude `neg_limit`, as the bits of a `u64`:
+/// short fields through the scalar twin's loop (inlined), the rest as words.
+#[inline(always)]
+fn integer(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Result<u64, ValueError> {
+    if bytes.len() <= SHORT_INTEGER {
+        let (negative, m) = scalar::parse_integer(bytes, neg_limit, ty)?;
+        return Ok(if negative { m.wrapping_neg() } else { m });
     }
-    if !negative && magnitude == neg_limit {
-        return Err(ValueError::OutOfRange { ty });
+    match integer_fast(bytes) {
+        Some((negative, m)) => integer_value(negative, m, neg_limit, ty),
+        None => integer_slow(bytes, neg_limit, ty),
     }
-    Ok((negative, magnitude))
+}
+
+/// [`integer`] for the fields the fast path does not take, out of line.
+#[inline(never)]
+fn integer_slow(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Result<u64, ValueError> {
+    let (negative, m) = scalar::parse_integer(bytes, neg_limit, ty)?;
+    Ok(if negative { m.wrapping_neg() } else { m })
 }
 
 /// Parses a SMALLINT (`int2in`).
+#[inline]
 pub fn parse_i16(bytes: &[u8]) -> Result<i16, ValueError> {
-    let (negative, m) = parse_integer(bytes, 1 << 15, names::SMALLINT)?;
-    Ok(if negative {
-        (m as i16).wrapping_neg()
-    } else {
-        m as i16
-    })
+    integer(bytes, 1 << 15, names::SMALLINT).map(|v| v as i16)
 }
 
 /// Parses an INTEGER (`int4in`).
+#[inline]
 pub fn parse_i32(bytes: &[u8]) -> Result<i32, ValueError> {
-    let (negative, m) = parse_integer(bytes, 1 << 31, names::INTEGER)?;
-    Ok(if negative {
-        (m as i32).wrapping_neg()
-    } else {
-        m as i32
-    })
+    integer(bytes, 1 << 31, names::INTEGER).map(|v| v as i32)
 }
 
 /// Parses a BIGINT (`int8in`).
+#[inline]
 pub fn parse_i64(bytes: &[u8]) -> Result<i64, ValueError> {
-    let (negative, m) = parse_integer(bytes, 1 << 63, names::BIGINT)?;
-    Ok(if negative {
-        (m as i64).wrapping_neg()
-    } else {
-        m as i64
-    })
+    integer(bytes, 1 << 63, names::BIGINT).map(|v| v as i64)
 }
 
 // ---------------------------------------------------------------------------------------
 // Floating point
 // ---------------------------------------------------------------------------------------
 
-/// The floating-point types PostgreSQL reads with `strtof` / `strtod`.
-trait PgFloat: std::str::FromStr + Copy {
-    const INFINITY: Self;
-    const NAN: Self;
-    fn is_zero(self) -> bool;
-    fn is_infinite(self) -> bool;
-    fn negate(self) -> Self;
+/// A float type in which one IEEE division of two exact operands gives the correctly
+/// rounded value of a short decimal (Clinger's fast path).
+trait ExactFloat: PgFloat + 'static {
+    /// Every integer up to this one is exact in the type (2^53, 2^24).
+    const MAX_EXACT: u64;
+    /// The powers of ten that are exact in the type.
+    const POWERS: &'static [Self];
+    /// `digits` (at most [`Self::MAX_EXACT`]) divided by `power`.
+    fn quotient(digits: u64, power: Self) -> Self;
 }
 
-impl PgFloat for f32 {
-    const INFINITY: Self = f32::INFINITY;
-    const NAN: Self = f32::NAN;
-    fn is_zero(self) -> bool {
-        self == 0.0
-    }
-    fn is_infinite(self) -> bool {
-        f32::is_infinite(self)
-    }
-    fn negate(self) -> Self {
-        -self
+impl ExactFloat for f32 {
+    const MAX_EXACT: u64 = 1 << 24;
+    const POWERS: &'static [f32] = &[1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+    #[inline(always)]
+    fn quotient(digits: u64, power: f32) -> f32 {
+        digits as f32 / power
     }
 }
 
-impl PgFloat for f64 {
-    const INFINITY: Self = f64::INFINITY;
-    const NAN: Self = f64::NAN;
-    fn is_zero(self) -> bool {
-        self == 0.0
-    }
-    fn is_infinite(self) -> bool {
-        f64::is_infinite(self)
-    }
-    fn negate(self) -> Self {
-        -self
+impl ExactFloat for f64 {
+    const MAX_EXACT: u64 = 1 << 53;
+    const POWERS: &'static [f64] = &[
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    #[inline(always)]
+    fn quotient(digits: u64, power: f64) -> f64 {
+        digits as f64 / power
     }
 }
 
-/// Whether `text` starts with `word`, ignoring ASCII case.
-#[inline]
-fn starts_with_ignore_case(text: &[u8], word: &[u8]) -> bool {
-    text.len() >= word.len() && text[..word.len()].eq_ignore_ascii_case(word)
-}
-
-/// `nan` or C's `nan(chars)`, ignoring case.
-fn is_nan_word(word: &[u8]) -> bool {
-    word.eq_ignore_ascii_case(b"nan")
-        || (starts_with_ignore_case(word, b"nan(")
-            && word.ends_with(b")")
-            && word[4..word.len() - 1]
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || *b == b'_'))
-}
-
-/// Parses C `strtod` syntax (without hexadecimal floats) as PostgreSQL's `float4in` /
-/// `float8in` do: overflow to infinity and underflow of a nonzero input to zero are
-/// out of range; subnormal results are kept.
+/// Parses C `strtod` syntax like [`scalar`]'s twin. A field that is `[+-]digits[.digits]`
+/// in at most 16 bytes, with digits and fraction the type holds exactly, is read as a
+/// decimal (one pass over one or two words) and divided once; anything else (exponents,
+/// whitespace, special values, long or malformed fields) goes to the scalar twin.
 #[inline(always)]
-fn parse_float<F: PgFloat>(bytes: &[u8], ty: &'static str) -> Result<F, ValueError> {
-    let syntax = ValueError::InvalidSyntax { ty };
-    let text = trim(bytes);
-    let n = text.len();
-    let mut i = 0;
-    let negative = match text.first() {
-        Some(b'-') => {
-            i = 1;
-            true
-        }
-        Some(b'+') => {
-            i = 1;
-            false
-        }
-        _ => false,
-    };
-    let mut digits = 0usize;
-    let mut nonzero = false;
-    while i < n && digit(text[i]) <= 9 {
-        nonzero |= text[i] != b'0';
-        digits += 1;
-        i += 1;
+fn parse_float<F: ExactFloat>(bytes: &[u8], ty: &'static str) -> Result<F, ValueError> {
+    match float_fast(bytes) {
+        Some(value) => Ok(value),
+        None => float_slow(bytes, ty),
     }
-    if i < n && text[i] == b'.' {
-        i += 1;
-        while i < n && digit(text[i]) <= 9 {
-            nonzero |= text[i] != b'0';
-            digits += 1;
-            i += 1;
-        }
+}
+
+/// The fast path of [`parse_float`]. Its values are never out of range: at most 2^53
+/// and, unless zero, at least 10^-22.
+#[inline(always)]
+fn float_fast<F: ExactFloat>(bytes: &[u8]) -> Option<F> {
+    let (negative, body) = split_sign(bytes)?;
+    let (digits, n_frac) = decimal_digits(body)?;
+    if digits > F::MAX_EXACT {
+        return None;
     }
-    if digits == 0 {
-        // No mantissa: only the special values remain.
-        let word = &text[i..];
-        let value = if word.eq_ignore_ascii_case(b"inf") || word.eq_ignore_ascii_case(b"infinity") {
-            F::INFINITY
-        } else if is_nan_word(word) {
-            F::NAN
-        } else {
-            return Err(syntax);
-        };
-        return Ok(if negative && value.is_infinite() {
-            value.negate()
-        } else {
-            value
-        });
-    }
-    if i < n && (text[i] | 0x20) == b'e' {
-        i += 1;
-        if i < n && (text[i] == b'+' || text[i] == b'-') {
-            i += 1;
-        }
-        let exponent_start = i;
-        while i < n && digit(text[i]) <= 9 {
-            i += 1;
-        }
-        if i == exponent_start {
-            return Err(syntax);
-        }
-    }
-    if i != n {
-        return Err(syntax);
-    }
-    // SAFETY: every byte of `text` was checked above to be an ASCII sign, digit, '.', 'e' or 'E'.
-    let ascii = unsafe { std::str::from_utf8_unchecked(text) };
-    let value: F = ascii.parse().map_err(|_| syntax)?;
-    if value.is_infinite() || (nonzero && value.is_zero()) {
-        return Err(ValueError::OutOfRange { ty });
-    }
-    Ok(value)
+    let value = F::quotient(digits, *F::POWERS.get(n_frac)?);
+    Some(if negative { value.negate() } else { value })
+}
+
+/// The scalar twin of [`parse_float`] (left to the compiler to inline: a call measured
+/// slower for long fields, which all come here).
+#[inline]
+fn float_slow<F: PgFloat>(bytes: &[u8], ty: &'static str) -> Result<F, ValueError> {
+    scalar::parse_float(bytes, ty)
 }
 
 /// Parses a REAL (`float4in`), rounding the decimal text directly to the nearest `f32`.
+#[inline]
 pub fn parse_f32(bytes: &[u8]) -> Result<f32, ValueError> {
     parse_float(bytes, names::REAL)
 }
 
 /// Parses a DOUBLE PRECISION (`float8in`).
+#[inline]
 pub fn parse_f64(bytes: &[u8]) -> Result<f64, ValueError> {
     parse_float(bytes, names::DOUBLE)
 }
@@ -301,172 +259,109 @@ pub fn parse_f64(bytes: &[u8]) -> Result<f64, ValueError> {
 // DECIMAL
 // ---------------------------------------------------------------------------------------
 
-/// `10^i` for every `i` a DECIMAL precision can take.
-const POW10: [u128; 39] = {
-    let mut table = [1u128; 39];
-    let mut i = 1;
-    while i < 39 {
-        table[i] = table[i - 1] * 10;
-        i += 1;
+/// Reads a field that is exactly `[+-]digits[.digits]` in at most 16 bytes after the
+/// sign: the point is found and all digits are checked and converted in one pass over
+/// one or two words, then scaled or rounded to `scale` fraction digits.
+/// `None` for any other field, which the scalar path reads.
+#[inline(always)]
+fn decimal_fast(bytes: &[u8], precision: u8, scale: u8) -> Option<Result<i128, ValueError>> {
+    let (negative, body) = split_sign(bytes)?;
+    let (value, n_frac) = decimal_digits(body)?;
+    let scale_usize = scale as usize;
+    let magnitude = if n_frac == scale_usize {
+        value as u128
+    } else if n_frac < scale_usize {
+        // Below 10^16 times at most 10^22: within u128.
+        let missing = scale_usize - n_frac;
+        if missing > 22 {
+            return None;
+        }
+        value as u128 * POW10[missing]
+    } else {
+        // Round half away from zero at the scale, as the scalar twin does: up when the
+        // first dropped digit is 5 or more, that is when the dropped part is at least
+        // half a unit.
+        let unit = POW10_U64[n_frac - scale_usize];
+        let kept = value / unit;
+        (kept + (value - kept * unit >= unit / 2) as u64) as u128
+    };
+    if magnitude >= POW10[precision as usize] {
+        return Some(Err(ValueError::NumericOverflow { precision, scale }));
     }
-    table
-};
+    let value = magnitude as i128;
+    Some(Ok(if negative { -value } else { value }))
+}
 
-/// PostgreSQL's limit on the exponent of numeric input (`INT_MAX / 2`).
-const NUMERIC_MAX_EXPONENT: i64 = (i32::MAX / 2) as i64;
-/// PostgreSQL's largest display scale of a numeric (`NUMERIC_DSCALE_MAX`).
-const NUMERIC_MAX_DSCALE: i64 = 0x3FFF;
-/// One past the largest decimal weight a numeric can have (base-10000 weight 32767).
-const NUMERIC_WEIGHT_LIMIT: i64 = 4 * 32768;
+/// Reads `digits[.digits]` filling all of `body` (1 to 16 bytes, at least one digit): the
+/// value of the digits with the point removed, and how many follow the point.
+#[inline(always)]
+fn decimal_digits(body: &[u8]) -> Option<(u64, usize)> {
+    let n = body.len();
+    if n.wrapping_sub(1) < 8 {
+        decimal_digits8(body)
+    } else if n.wrapping_sub(9) < 8 {
+        decimal_digits16(body)
+    } else {
+        None
+    }
+}
+
+/// Reads `digits[.digits]` filling all of `body` (1 to 8 bytes): the value of the digits
+/// with the point removed, and how many follow the point.
+#[inline(always)]
+fn decimal_digits8(body: &[u8]) -> Option<(u64, usize)> {
+    let n = body.len();
+    let w = swar::load(body);
+    // The bytes of the field that are no digits.
+    let bad = swar::non_digits(w) ^ swar::padding(n);
+    if bad == 0 {
+        return Some((swar::parse_first(w, n), 0));
+    }
+    let point = (bad.trailing_zeros() / 8) as usize;
+    // Exactly one byte may be no digit: a point, with a digit beside it.
+    if bad & (bad - 1) != 0 || (w >> (8 * point)) as u8 != b'.' || n == 1 {
+        return None;
+    }
+    // The digits after the point move down one byte, over it.
+    let below = (1u64 << (8 * point)) - 1;
+    let digits = (w & below) | ((w >> 8) & !below);
+    Some((swar::parse_first(digits, n - 1), n - 1 - point))
+}
+
+/// [`decimal_digits8`] for 9 to 16 bytes.
+#[inline(always)]
+fn decimal_digits16(body: &[u8]) -> Option<(u64, usize)> {
+    let n = body.len();
+    let x = swar::load16(body);
+    let bad = swar::non_digits16(x) ^ swar::padding16(n);
+    if bad == 0 {
+        return Some((swar::parse_first16(x, n), 0));
+    }
+    let point = (bad.trailing_zeros() / 8) as usize;
+    if bad & (bad - 1) != 0 || (x >> (8 * point)) as u8 != b'.' {
+        return None;
+    }
+    let below = (1u128 << (8 * point)) - 1;
+    let digits = (x & below) | ((x >> 8) & !below);
+    Some((swar::parse_first16(digits, n - 1), n - 1 - point))
+}
+
+/// The scalar twin of [`parse_decimal`], out of line.
+#[inline(never)]
+fn decimal_slow(bytes: &[u8], precision: u8, scale: u8) -> Result<i128, ValueError> {
+    scalar::parse_decimal(bytes, precision, scale)
+}
 
 /// Parses a DECIMAL(precision, scale) (`numeric_in` plus the type modifier) into the
 /// value times `10^scale`. Digits beyond the scale are rounded half away from zero; a
 /// value that needs more than `precision - scale` integer digits after rounding is
 /// [`ValueError::NumericOverflow`].
+#[inline]
 pub fn parse_decimal(bytes: &[u8], precision: u8, scale: u8) -> Result<i128, ValueError> {
     debug_assert!((1..=38).contains(&precision) && scale <= precision);
-    let syntax = ValueError::InvalidSyntax { ty: names::NUMERIC };
-    let out_of_range = ValueError::OutOfRange { ty: names::NUMERIC };
-    let overflow = ValueError::NumericOverflow { precision, scale };
-    let n = bytes.len();
-    let mut i = skip_space(bytes, 0);
-    let negative = match bytes.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let int_start = i;
-    while i < n && digit(bytes[i]) <= 9 {
-        i += 1;
-    }
-    let int_end = i;
-    let (frac_start, frac_end) = if i < n && bytes[i] == b'.' {
-        i += 1;
-        let start = i;
-        while i < n && digit(bytes[i]) <= 9 {
-            i += 1;
-        }
-        (start, i)
-    } else {
-        (i, i)
-    };
-    let n_int = int_end - int_start;
-    let n_frac = frac_end - frac_start;
-    if n_int + n_frac == 0 {
-        return special_numeric(bytes, precision, scale);
-    }
-    let mut exponent: i64 = 0;
-    if i < n && (bytes[i] | 0x20) == b'e' {
-        i += 1;
-        let exponent_negative = match bytes.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        while i < n && digit(bytes[i]) <= 9 {
-            // Saturates far above the limit below, so long exponents cannot overflow.
-            exponent = (exponent * 10 + digit(bytes[i]) as i64).min(1 << 40);
-            i += 1;
-        }
-        if i == start {
-            return Err(syntax);
-        }
-        if exponent_negative {
-            exponent = -exponent;
-        }
-        if exponent >= NUMERIC_MAX_EXPONENT || exponent <= -NUMERIC_MAX_EXPONENT {
-            return Err(out_of_range);
-        }
-    }
-    if skip_space(bytes, i) != n {
-        return Err(syntax);
-    }
-    if n_frac as i64 - exponent > NUMERIC_MAX_DSCALE {
-        return Err(out_of_range);
-    }
-
-    // The digits D = integer digits followed by fraction digits; the point sits after
-    // `n_int + exponent` of them. The result keeps the first `keep` digits of D.
-    let digit_at = |k: usize| -> u8 {
-        if k < n_int {
-            digit(bytes[int_start + k])
-        } else {
-            digit(bytes[frac_start + k - n_int])
-        }
-    };
-    let n_digits = n_int + n_frac;
-    let Some(first_nonzero) = (0..n_digits).find(|&k| digit_at(k) != 0) else {
-        return Ok(0);
-    };
-    let weight = n_int as i64 - 1 - first_nonzero as i64 + exponent;
-    if weight >= NUMERIC_WEIGHT_LIMIT {
-        return Err(out_of_range);
-    }
-    let keep = n_int as i64 + exponent + scale as i64;
-    // Significant digits of the result before rounding, zeros appended by the exponent included.
-    let significant = keep - first_nonzero as i64;
-    if significant > precision as i64 {
-        return Err(overflow);
-    }
-    let mut magnitude: u128 = 0;
-    if keep > 0 {
-        let take = (keep as usize).min(n_digits);
-        if take.saturating_sub(first_nonzero) <= 19 {
-            let mut small: u64 = 0;
-            for k in first_nonzero..take {
-                small = small * 10 + digit_at(k) as u64;
-            }
-            magnitude = small as u128;
-        } else {
-            for k in first_nonzero..take {
-                magnitude = magnitude * 10 + digit_at(k) as u128;
-            }
-        }
-        if keep as usize > n_digits {
-            // `significant <= precision` bounds the exponent here.
-            magnitude *= POW10[keep as usize - n_digits];
-        } else if take < n_digits && digit_at(take) >= 5 {
-            magnitude += 1;
-        }
-    } else if keep == 0 && digit_at(0) >= 5 {
-        magnitude = 1;
-    }
-    if magnitude >= POW10[precision as usize] {
-        return Err(overflow);
-    }
-    let value = magnitude as i128;
-    Ok(if negative { -value } else { value })
-}
-
-/// The special numeric inputs (`NaN`, `[+-]Infinity`, `[+-]inf`), none of which a
-/// Decimal128 holds; anything else is a syntax error.
-#[cold]
-fn special_numeric(bytes: &[u8], precision: u8, scale: u8) -> Result<i128, ValueError> {
-    let text = trim(bytes);
-    let (signed, word) = match text.first() {
-        Some(b'+' | b'-') => (true, &text[1..]),
-        _ => (false, text),
-    };
-    if word.eq_ignore_ascii_case(b"infinity") || word.eq_ignore_ascii_case(b"inf") {
-        // PostgreSQL: "numeric field overflow: cannot hold an infinite value".
-        Err(ValueError::NumericOverflow { precision, scale })
-    } else if !signed && word.eq_ignore_ascii_case(b"nan") {
-        Err(ValueError::OutOfRange { ty: names::NUMERIC })
-    } else {
-        Err(ValueError::InvalidSyntax { ty: names::NUMERIC })
+    match decimal_fast(bytes, precision, scale) {
+        Some(result) => result,
+        None => decimal_slow(bytes, precision, scale),
     }
 }
 
@@ -502,277 +397,143 @@ pub fn parse_bool(bytes: &[u8]) -> Result<bool, ValueError> {
 // DATE and TIMESTAMP
 // ---------------------------------------------------------------------------------------
 
-/// The largest year of a PostgreSQL DATE.
-const MAX_DATE_YEAR: u32 = 5_874_897;
-const MICROS_PER_SECOND: i64 = 1_000_000;
-const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
-
-#[inline(always)]
-fn is_leap_year(year: u32) -> bool {
-    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
+/// Little-endian word of `b` at byte `k`.
+const fn byte_at(b: u8, k: u32) -> u64 {
+    (b as u64) << (8 * k)
 }
 
+/// The separator bytes of `YYYY-MM-` (bytes 4 and 7), as a mask and as their values.
+const DATE_SEP_MASK: u64 = byte_at(0xFF, 4) | byte_at(0xFF, 7);
+const DATE_SEPS: u64 = byte_at(b'-', 4) | byte_at(b'-', 7);
+/// The separator bytes of `HH:MM:SS` (bytes 2 and 5), as a mask and as their values.
+const TIME_SEP_MASK: u64 = byte_at(0xFF, 2) | byte_at(0xFF, 5);
+const TIME_SEPS: u64 = byte_at(b':', 2) | byte_at(b':', 5);
+
+/// Days in each month (index 1 to 12; 0 for months 0 and 13, which stands for all
+/// months above 12), February of common years.
+const DAYS_IN_MONTH: [u32; 14] = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31, 0];
+/// Days from March 1 to the first of each month (index 1 to 12), years starting in March.
+const DAYS_BEFORE_MONTH: [u32; 13] = [0, 306, 337, 0, 31, 61, 92, 122, 153, 184, 214, 245, 275];
+
+/// Days from 1970-01-01 to a valid date with year 1 to 9999, without Hinnant's 400-year
+/// eras: one division by a constant (a multiplication), the rest shifts and a table.
 #[inline(always)]
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        2 => 28 + is_leap_year(year) as u32,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
+fn days_from_civil_4(year: u32, month: u32, day: u32) -> i32 {
+    // Years start in March, so a leap day ends its year.
+    let y = year - (month <= 2) as u32;
+    let centuries = y / 100;
+    let leap_days = y / 4 - centuries + centuries / 4;
+    let days = y * 365 + leap_days + DAYS_BEFORE_MONTH[month as usize] + day - 1;
+    days as i32 - 719_468
+}
+
+/// Reads `YYYY-MM-DD` from the first ten bytes of `text` (at least ten long): all eight
+/// digits and both separators in one compare. `None` if they do not have that shape;
+/// else the day number, or [`ValueError::DateTimeOutOfRange`] for an impossible date.
+#[inline(always)]
+fn date_fast(text: &[u8]) -> Option<Result<i32, ValueError>> {
+    let w = u64::from_le_bytes(text[..8].try_into().ok()?);
+    let (d0, d1) = (text[8] as u64, text[9] as u64);
+    // The day's digits take the separators' places, so one word holds all eight digits.
+    let digits = (w & !DATE_SEP_MASK) | d0 << 32 | d1 << 56;
+    if swar::non_digits(digits) | ((w & DATE_SEP_MASK) ^ DATE_SEPS) != 0 {
+        return None;
     }
-}
-
-/// Days from 1970-01-01 to the proleptic Gregorian date (valid fields, year >= 1).
-#[inline(always)]
-fn days_from_civil(year: u32, month: u32, day: u32) -> i32 {
-    // Howard Hinnant's algorithm, with years starting in March.
-    let y = year as i64 - (month <= 2) as i64;
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let m = month as i64;
-    let day_of_year = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day as i64 - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    (era * 146_097 + day_of_era - 719_468) as i32
-}
-
-/// Reads `Y-M-D` at the start of `text` (already trimmed at the front). Returns the day
-/// number and the index after the date.
-#[inline(always)]
-fn parse_date_prefix(text: &[u8], ty: &'static str) -> Result<(i32, usize), ValueError> {
-    let syntax = ValueError::InvalidSyntax { ty };
-    let fast = text.len() >= 10
-        && text[4] == b'-'
-        && text[7] == b'-'
-        && (text.len() == 10 || digit(text[10]) > 9)
-        && [0, 1, 2, 3, 5, 6, 8, 9]
-            .iter()
-            .all(|&k| digit(text[k]) <= 9);
-    let (year, month, day, end) = if fast {
-        // Fast path: `YYYY-MM-DD` at fixed positions.
-        let d = |k: usize| digit(text[k]) as u32;
-        (
-            d(0) * 1000 + d(1) * 100 + d(2) * 10 + d(3),
-            d(5) * 10 + d(6),
-            d(8) * 10 + d(9),
-            10,
-        )
-    } else {
-        let mut i = 0;
-        let (year, year_digits) = read_number(text, &mut i, 9);
-        if !(3..=9).contains(&year_digits) {
-            return Err(if year_digits > 9 {
-                ValueError::OutOfRange { ty }
-            } else {
-                syntax
-            });
-        }
-        if text.get(i) != Some(&b'-') {
-            return Err(syntax);
-        }
-        i += 1;
-        let (month, month_digits) = read_number(text, &mut i, 2);
-        if !(1..=2).contains(&month_digits) || text.get(i) != Some(&b'-') {
-            return Err(syntax);
-        }
-        i += 1;
-        let (day, day_digits) = read_number(text, &mut i, 2);
-        if !(1..=2).contains(&day_digits) {
-            return Err(syntax);
-        }
-        (year, month, day, i)
-    };
-    if year == 0 || !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return Err(ValueError::DateTimeOutOfRange);
+    let v = digits & 0x0F0F_0F0F_0F0F_0F0F;
+    // Byte k of `pairs` is 10 * digit k + digit k+1.
+    let pairs = v * 10 + (v >> 8);
+    let year = (pairs & 0xFF) as u32 * 100 + (pairs >> 16 & 0xFF) as u32;
+    let month = (pairs >> 40 & 0xFF) as u32;
+    let day = (v >> 32 & 0xFF) as u32 * 10 + (v >> 56) as u32;
+    // Month 0 or above 12 has no days; day 0 wraps around. February 29 is looked at alone.
+    let exists = day.wrapping_sub(1) < DAYS_IN_MONTH[(month as usize).min(13)]
+        || (month == 2 && day == 29 && scalar::is_leap_year(year));
+    if year == 0 || !exists {
+        return Some(Err(ValueError::DateTimeOutOfRange));
     }
-    if year > MAX_DATE_YEAR {
-        return Err(ValueError::OutOfRange { ty });
-    }
-    Ok((days_from_civil(year, month, day), end))
+    Some(Ok(days_from_civil_4(year, month, day)))
 }
 
-/// Reads decimal digits from `text[*i..]`; returns the value of the first `max` digits
-/// (saturating beyond them) and how many digits there were.
+/// Reads `YYYY-MM-DD`, alone or followed by ` HH:MM:SS` or `THH:MM:SS` and an optional
+/// fraction of 1 to 6 digits, and nothing else: the day number and the time of day in
+/// microseconds. `None` for any other shape, which the scalar path reads; else the same
+/// result as the scalar path.
 #[inline(always)]
-fn read_number(text: &[u8], i: &mut usize, max: usize) -> (u32, usize) {
-    let start = *i;
-    let mut value: u32 = 0;
-    while *i < text.len() && digit(text[*i]) <= 9 {
-        if *i - start < max {
-            value = value * 10 + digit(text[*i]) as u32;
-        }
-        *i += 1;
-    }
-    (value, *i - start)
-}
-
-/// Reads `H:MM[:SS[.fraction]]` and an optional time zone (checked, then ignored) from
-/// `text[i..]` up to its end; returns the time of day in microseconds (up to 24:00:00).
-fn parse_time_of_day(text: &[u8], mut i: usize, ty: &'static str) -> Result<i64, ValueError> {
-    let syntax = ValueError::InvalidSyntax { ty };
+fn date_time_fast(text: &[u8]) -> Option<Result<(i32, i64), ValueError>> {
     let n = text.len();
-    let (hour, hour_digits) = read_number(text, &mut i, 2);
-    if !(1..=2).contains(&hour_digits) || text.get(i) != Some(&b':') {
-        return Err(syntax);
+    if n == 10 {
+        return Some(date_fast(text)?.map(|days| (days, 0)));
     }
-    i += 1;
-    let (minute, minute_digits) = read_number(text, &mut i, 2);
-    if !(1..=2).contains(&minute_digits) {
-        return Err(syntax);
+    if n < 19 || n == 20 || n > 26 || (text[10] != b' ' && text[10] | 0x20 != b't') {
+        return None;
     }
-    let mut second = 0;
-    let mut micros: i64 = 0;
-    if text.get(i) == Some(&b':') {
-        i += 1;
-        let (s, second_digits) = read_number(text, &mut i, 2);
-        if !(1..=2).contains(&second_digits) {
-            return Err(syntax);
+    let date = date_fast(text)?;
+    let t = u64::from_le_bytes(text[11..19].try_into().ok()?);
+    if swar::non_digits(t) & !TIME_SEP_MASK | ((t & TIME_SEP_MASK) ^ TIME_SEPS) != 0 {
+        return None;
+    }
+    let mut micros = 0;
+    if n > 19 {
+        let k = n - 20;
+        let w = swar::load(&text[20..]);
+        if text[19] != b'.' || swar::leading_digits(w) != k {
+            return None;
         }
-        second = s;
-        if text.get(i) == Some(&b'.') {
-            let point = i;
-            i += 1;
-            let frac_start = i;
-            while i < n && digit(text[i]) <= 9 {
-                i += 1;
-            }
-            micros = fraction_to_micros(&text[point..i], &text[frac_start..i]);
-        }
+        micros = swar::parse_first(w, k) as i64 * POW10_U64[6 - k] as i64;
     }
-    parse_time_zone(text, i, ty)?;
+    let days = match date {
+        Ok(days) => days,
+        Err(e) => return Some(Err(e)),
+    };
+    let v = t & 0x0F0F_0F0F_0F0F_0F0F;
+    let pairs = v * 10 + (v >> 8);
+    let hour = (pairs & 0xFF) as i64;
+    let minute = (pairs >> 24 & 0xFF) as i64;
+    let second = (pairs >> 48 & 0xFF) as i64;
     let valid = hour <= 24
         && minute <= 59
         && second <= 60
         && (hour < 24 || (minute == 0 && second == 0 && micros == 0));
-    let time =
-        ((hour as i64 * 60 + minute as i64) * 60 + second as i64) * MICROS_PER_SECOND + micros;
+    let time = ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros;
     if !valid || time > MICROS_PER_DAY {
-        return Err(ValueError::DateTimeOutOfRange);
+        return Some(Err(ValueError::DateTimeOutOfRange));
     }
-    Ok(time)
+    Some(Ok((days, time)))
 }
 
-/// Rounds a fraction of a second to microseconds as PostgreSQL does: `rint(strtod(".ddd")
-/// * 1e6)`, which is exact for up to six digits.
-#[inline(always)]
-fn fraction_to_micros(with_point: &[u8], digits: &[u8]) -> i64 {
-    if digits.len() <= 6 {
-        let mut micros: i64 = 0;
-        for &b in digits {
-            micros = micros * 10 + digit(b) as i64;
-        }
-        micros * [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1][digits.len()]
-    } else {
-        // SAFETY: `with_point` is a '.' followed by ASCII digits.
-        let text = unsafe { std::str::from_utf8_unchecked(with_point) };
-        let fraction: f64 = text.parse().unwrap_or(0.0);
-        (fraction * 1e6).round_ties_even() as i64
-    }
+/// The scalar twin of [`parse_date`], out of line.
+#[inline(never)]
+fn date_slow(bytes: &[u8]) -> Result<i32, ValueError> {
+    scalar::parse_date(bytes)
 }
 
-/// Checks the rest of a timestamp after its time: whitespace, then optionally `Z`, `UTC`,
-/// `GMT` or a numeric offset `±H[H][[:]MM]` of at most 15:59, then whitespace.
-fn parse_time_zone(text: &[u8], i: usize, ty: &'static str) -> Result<(), ValueError> {
-    let syntax = ValueError::InvalidSyntax { ty };
-    let n = text.len();
-    let mut i = skip_space(text, i);
-    if i == n {
-        return Ok(());
-    }
-    match text[i] {
-        b'+' | b'-' => {
-            i += 1;
-            let (value, digits) = read_number(text, &mut i, 4);
-            let (hours, minutes) = match digits {
-                1 | 2 if text.get(i) == Some(&b':') => {
-                    i += 1;
-                    let (m, minute_digits) = read_number(text, &mut i, 2);
-                    if !(1..=2).contains(&minute_digits) {
-                        return Err(syntax);
-                    }
-                    (value, m)
-                }
-                1 | 2 => (value, 0),
-                4 => (value / 100, value % 100),
-                _ => return Err(syntax),
-            };
-            if hours > 15 || minutes > 59 {
-                return Err(ValueError::DateTimeOutOfRange);
-            }
-        }
-        _ => {
-            let rest = &text[i..];
-            let len =
-                if starts_with_ignore_case(rest, b"utc") || starts_with_ignore_case(rest, b"gmt") {
-                    3
-                } else if rest[0] | 0x20 == b'z' {
-                    1
-                } else {
-                    return Err(syntax);
-                };
-            i += len;
-        }
-    }
-    if skip_space(text, i) == n {
-        Ok(())
-    } else {
-        Err(syntax)
-    }
+/// The scalar twin of [`parse_timestamp`], out of line.
+#[inline(never)]
+fn timestamp_slow(bytes: &[u8]) -> Result<i64, ValueError> {
+    scalar::parse_timestamp(bytes)
 }
 
 /// Parses a DATE (`date_in`) written `YYYY-MM-DD` (year of 3 or more digits, month and
 /// day of one or two) into days since 1970-01-01. A time after the date is checked and
 /// dropped, as PostgreSQL does.
+#[inline]
 pub fn parse_date(bytes: &[u8]) -> Result<i32, ValueError> {
-    let start = skip_space(bytes, 0);
-    let text = &bytes[start..];
-    let (days, end) = parse_date_prefix(text, names::DATE)?;
-    if end == text.len() {
-        return Ok(days);
+    match date_time_fast(bytes) {
+        Some(result) => result.map(|(days, _)| days),
+        None => date_slow(bytes),
     }
-    match time_start(text, end) {
-        Some(time) => parse_time_of_day(text, time, names::DATE).map(|_| days),
-        None if skip_space(text, end) == text.len() => Ok(days),
-        None => Err(ValueError::InvalidSyntax { ty: names::DATE }),
-    }
-}
-
-/// Where the time begins after a date ending at `end`: after a `T` or whitespace (and
-/// any whitespace after them), when a digit follows.
-#[inline(always)]
-fn time_start(text: &[u8], end: usize) -> Option<usize> {
-    let separator = *text.get(end)?;
-    if separator != b'T' && separator != b't' && !is_space(separator) {
-        return None;
-    }
-    let i = skip_space(text, end + 1);
-    (i < text.len() && digit(text[i]) <= 9).then_some(i)
 }
 
 /// Parses a TIMESTAMP (`timestamp_in`) written `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`
 /// into microseconds since 1970-01-01 00:00:00. The fraction is rounded to microseconds
 /// as PostgreSQL does; `24:00:00` and leap second `:60` roll over to the next minute/day.
+#[inline]
 pub fn parse_timestamp(bytes: &[u8]) -> Result<i64, ValueError> {
-    let start = skip_space(bytes, 0);
-    let text = &bytes[start..];
-    let (days, end) = parse_date_prefix(text, names::TIMESTAMP)?;
-    let time = if end == text.len() {
-        0
-    } else {
-        match time_start(text, end) {
-            Some(time) => parse_time_of_day(text, time, names::TIMESTAMP)?,
-            None if skip_space(text, end) == text.len() => 0,
-            None => {
-                return Err(ValueError::InvalidSyntax {
-                    ty: names::TIMESTAMP,
-                });
-            }
-        }
-    };
-    (days as i64)
-        .checked_mul(MICROS_PER_DAY)
-        .and_then(|t| t.checked_add(time))
-        .ok_or(ValueError::OutOfRange {
-            ty: names::TIMESTAMP,
-        })
+    match date_time_fast(bytes) {
+        // Years 1 to 9999: no overflow.
+        Some(result) => result.map(|(days, time)| days as i64 * MICROS_PER_DAY + time),
+        None => timestamp_slow(bytes),
+    }
 }
 
 // ---------------------------------------------------------------------------------------

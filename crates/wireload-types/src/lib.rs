@@ -15,6 +15,7 @@ pub mod builder;
 pub mod deser;
 pub mod error;
 pub mod schema;
+mod swar;
 pub mod ty;
 
 pub use builder::ColumnBuilder;

@@ -4,3 +4,4 @@ mod builders;
 mod deserializers;
 mod pg_answers;
 mod round_trips;
+mod swar;
