@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time loading TPC-H .tbl files into wireload and its peers, side by side.
 
-Contestants: wireload (2 threads and 1 thread), DuckDB, Polars, pyarrow and
-Hyper API. Every peer loads into its own in-memory storage with an explicit
+Contestants: wireload (2 threads and 1 thread), DuckDB, Polars, pyarrow,
+Hyper API and chDB. Every peer loads into its own in-memory storage with an explicit
 schema; wireload runs `wireload --threads N -f script.sql`. Repetitions are
 interleaved (rep 1: all contestants, rep 2: all contestants, ...), medians are
 quoted, and the report section is written from the run's own measurements.
@@ -124,7 +124,7 @@ ALL_TABLES = ["region", "nation", "supplier", "customer", "part", "partsupp", "o
 # Name of the extra column given to peers that cannot ignore the trailing '|'.
 DUMMY_COLUMN = "trailing_dummy"
 
-PEERS = ["duckdb", "polars", "pyarrow", "hyper"]
+PEERS = ["duckdb", "polars", "pyarrow", "hyper", "chdb"]
 CONTESTANTS = ["wireload", "wireload-1t", *PEERS]
 
 # Buffer touched (written, then freed) right before every timed load, as a
@@ -359,11 +359,75 @@ class HyperPeer(Peer):
         self.process.close()
 
 
+# ClickHouse settings chDB gets the thread count in: query pipeline threads, INSERT
+# write streams, and parallel CSV parsing (each defaults to the number of CPUs).
+CHDB_THREAD_SETTINGS = ["max_threads", "max_insert_threads", "max_parsing_threads"]
+
+
+def chdb_version(chdb: object) -> str:
+    """chDB's version with the ClickHouse engine version it embeds."""
+    return f"{chdb.__version__} (ClickHouse {chdb.engine_version})"
+
+
+class ChdbPeer(Peer):
+    """chDB (ClickHouse in-process): Memory tables, INSERT ... SELECT FROM file()."""
+
+    def __init__(self, threads: int):
+        super().__init__(threads)
+        import chdb
+        from chdb import session
+
+        self.chdb = chdb
+        self.session = session.Session()  # in memory (no path)
+        for setting in CHDB_THREAD_SETTINGS:
+            self.session.query(f"SET {setting}={threads}")
+
+    def version(self) -> str:
+        return chdb_version(self.chdb)
+
+    @staticmethod
+    def _type(typ: str) -> str:
+        if typ == "INTEGER":
+            return "Int32"
+        if typ == "BIGINT":
+            return "Int64"
+        if typ == "DATE":
+            return "Date"
+        if typ.startswith("DECIMAL"):
+            return "Decimal({}, {})".format(*_decimal_args(typ))
+        return "String"
+
+    def _columns(self, table: str) -> str:
+        return ", ".join(f"{name} {self._type(typ)}" for name, typ in TPCH_SCHEMA[table])
+
+    def prepare(self, table: str) -> None:
+        self.session.query(f"CREATE TABLE {table} ({self._columns(table)}) ENGINE = Memory")
+
+    def load(self, table: str, path: str) -> object:
+        # a dummy last column takes the empty field after the trailing '|'; spaces at the
+        # ends of unquoted fields are kept, as the other contestants keep them
+        structure = f"{self._columns(table)}, {DUMMY_COLUMN} Nullable(String)"
+        names = ", ".join(name for name, _ in TPCH_SCHEMA[table])
+        self.session.query(
+            f"INSERT INTO {table} SELECT {names} FROM file({sql_string(path)}, 'CSV', "
+            f"{sql_string(structure)}) SETTINGS format_csv_delimiter = '|', "
+            "input_format_csv_trim_whitespaces = 0"
+        )
+        return None
+
+    def count(self, table: str, handle: object) -> int:
+        return int(self.session.query(f"SELECT count() FROM {table}", "CSV").bytes().strip())
+
+    def close(self) -> None:
+        self.session.close()
+
+
 PEER_CLASSES = {
     "duckdb": DuckDBPeer,
     "polars": PolarsPeer,
     "pyarrow": PyArrowPeer,
     "hyper": HyperPeer,
+    "chdb": ChdbPeer,
 }
 
 
@@ -392,9 +456,15 @@ def worker_main(name: str) -> int:
 
 def peer_version_main(name: str) -> int:
     """Worker process: print the peer's version only."""
-    mod = {"duckdb": "duckdb", "polars": "polars", "pyarrow": "pyarrow", "hyper": "tableauhyperapi"}
+    mod = {
+        "duckdb": "duckdb",
+        "polars": "polars",
+        "pyarrow": "pyarrow",
+        "hyper": "tableauhyperapi",
+        "chdb": "chdb",
+    }
     module = __import__(mod[name])
-    print(module.__version__)
+    print(chdb_version(module) if name == "chdb" else module.__version__)
     return 0
 
 
@@ -983,6 +1053,12 @@ def render_section(run: dict) -> str:
         "hyper": "HyperProcess (telemetry off, query thread limits set to the thread count), "
         "CREATE TEMPORARY TABLE with a 17th dummy column for the trailing `|`, "
         "`COPY t FROM 'f' WITH (FORMAT csv, DELIMITER '|')`",
+        "chdb": "in-memory chDB session, `SET "
+        + ", ".join(f"{name}={run['threads']}" for name in CHDB_THREAD_SETTINGS)
+        + "`, CREATE TABLE ... ENGINE = Memory (Int32/Int64/Decimal(15,2)/Date/String), "
+        "`INSERT INTO t SELECT cols FROM file('f', 'CSV', 'cols..., dummy Nullable(String)') "
+        "SETTINGS format_csv_delimiter = '|', input_format_csv_trim_whitespaces = 0` "
+        "(the dummy column takes the trailing `|`)",
     }
     for c in contestants:
         lines.append(f"- {c}: {desc[c]}")

@@ -1,17 +1,18 @@
-//! The block scanner and the reference scanner agree on every input, dialect and mode,
-//! and chunked scans agree with whole-input scans.
+//! The block scanner of every SIMD backend this CPU has and the reference scanner agree on
+//! every input, dialect and mode, and chunked scans agree with whole-input scans.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use wireload_csv::reference::RefScanner;
 use wireload_csv::{
-    Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges, chunk_start_states,
-    first_record_start,
+    Backend, BlockScanner, Dialect, FieldBatch, ScanConfig, ScanError, ScanMode, Scanner, chunk_ranges,
+    chunk_start_states, first_record_start,
 };
 
 type Rows = Vec<Vec<(Vec<u8>, bool)>>;
 
-fn scan(data: &[u8], d: &Dialect, mode: ScanMode, chunk: usize, ncols: usize, reference: bool) -> Result<Rows, ScanError> {
+/// `engine`: `None` for the reference scanner, else the block scanner with that backend.
+fn scan(data: &[u8], d: &Dialect, mode: ScanMode, chunk: usize, ncols: usize, engine: Option<Backend>) -> Result<Rows, ScanError> {
     let cfg = ScanConfig::new(d, mode).unwrap();
     let chunks = chunk_ranges(0, data.len(), chunk);
     let states = chunk_start_states(data, &chunks, &cfg, mode);
@@ -22,10 +23,12 @@ fn scan(data: &[u8], d: &Dialect, mode: ScanMode, chunk: usize, ncols: usize, re
             continue;
         }
         let mut batch = FieldBatch::new(ncols);
-        let mut s = if reference {
-            Scanner::Reference(RefScanner::new(&cfg, data, start, r.end, ncols))
-        } else {
-            Scanner::new(&cfg, data, start, r.end, ncols)
+        let mut s = match engine {
+            None => Scanner::Reference(RefScanner::new(&cfg, data, start, r.end, ncols)),
+            Some(b) if cfg.block_scannable() => {
+                Scanner::Blocks(BlockScanner::with_backend(b, &cfg, data, start, r.end, ncols))
+            }
+            Some(_) => Scanner::new(&cfg, data, start, r.end, ncols),
         };
         loop {
             let more = s.next_batch(&mut batch, 3)?;
@@ -55,13 +58,17 @@ fuzz_target!(|input: &[u8]| {
     let ncols = 1 + head[1] as usize % 4;
     let chunk = 1 + head[2] as usize;
     for mode in [ScanMode::Safe, ScanMode::Fast] {
-        let whole = scan(data, d, mode, usize::MAX / 2, ncols, false);
-        let reference = scan(data, d, mode, usize::MAX / 2, ncols, true);
-        assert_eq!(whole, reference);
+        let reference = scan(data, d, mode, usize::MAX / 2, ncols, None);
+        for b in Backend::available() {
+            let whole = scan(data, d, mode, usize::MAX / 2, ncols, Some(b));
+            assert_eq!(whole, reference, "{b}");
+        }
+        let whole = reference;
         if mode == ScanMode::Safe {
             // chunking never changes a successful result
             if let Ok(rows) = &whole {
-                assert_eq!(&scan(data, d, mode, chunk, ncols, false).unwrap(), rows);
+                let b = Backend::selected();
+                assert_eq!(&scan(data, d, mode, chunk, ncols, Some(b)).unwrap(), rows);
             }
         }
     }
