@@ -187,6 +187,43 @@ where
     Ok(())
 }
 
+/// Defines an out-of-line typed loop: one per kind of value, so that profiles (which see
+/// only functions) tell integers, decimals, floats, dates and timestamps apart. Each is
+/// called once per column and batch; the parser is still inlined into its loop.
+macro_rules! typed_loop {
+    ($(#[$doc:meta] $name:ident;)*) => {$(
+        #[$doc]
+        #[inline(never)]
+        fn $name<'a, T: Default, I, P>(
+            values: &mut Vec<T>,
+            validity: &mut Validity,
+            nullable: bool,
+            fields: I,
+            null: &[u8],
+            parse: P,
+        ) -> Result<(), FieldError>
+        where
+            I: Iterator<Item = Field<'a>>,
+            P: Fn(&[u8]) -> Result<T, ValueError>,
+        {
+            append_fixed(values, validity, nullable, fields, null, parse)
+        }
+    )*};
+}
+
+typed_loop! {
+    /// The loop for SMALLINT, INTEGER and BIGINT.
+    append_integers;
+    /// The loop for DECIMAL.
+    append_decimals;
+    /// The loop for REAL and DOUBLE PRECISION.
+    append_floats;
+    /// The loop for DATE.
+    append_dates;
+    /// The loop for TIMESTAMP.
+    append_timestamps;
+}
+
 /// The typed loop for BOOLEAN.
 fn append_bools<'a, I: Iterator<Item = Field<'a>>>(
     values: &mut BooleanBufferBuilder,
@@ -241,8 +278,9 @@ pub(crate) fn append_bytes(dst: &mut Vec<u8>, src: &[u8]) {
     unsafe { dst.set_len(len + n) };
 }
 
-/// The typed loop for strings; `parse` validates and returns the bytes to store.
-#[inline(always)]
+/// The typed loop for strings; `parse` validates and returns the bytes to store. Out of
+/// line, as the loops of [`typed_loop`].
+#[inline(never)]
 fn append_strings<'a, I, P>(
     offsets: &mut Vec<i32>,
     data: &mut Vec<u8>,
@@ -347,15 +385,15 @@ impl ColumnBuilder {
         match (&mut self.values, self.ty) {
             (Values::Bool(values), _) => append_bools(values, validity, nullable, fields, null),
             (Values::I16(values), _) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_i16)
+                append_integers(values, validity, nullable, fields, null, deser::parse_i16)
             }
             (Values::I32(values), SqlType::Date) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_date)
+                append_dates(values, validity, nullable, fields, null, deser::parse_date)
             }
             (Values::I32(values), _) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_i32)
+                append_integers(values, validity, nullable, fields, null, deser::parse_i32)
             }
-            (Values::I64(values), SqlType::Timestamp) => append_fixed(
+            (Values::I64(values), SqlType::Timestamp) => append_timestamps(
                 values,
                 validity,
                 nullable,
@@ -364,16 +402,16 @@ impl ColumnBuilder {
                 deser::parse_timestamp,
             ),
             (Values::I64(values), _) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_i64)
+                append_integers(values, validity, nullable, fields, null, deser::parse_i64)
             }
             (Values::F32(values), _) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_f32)
+                append_floats(values, validity, nullable, fields, null, deser::parse_f32)
             }
             (Values::F64(values), _) => {
-                append_fixed(values, validity, nullable, fields, null, deser::parse_f64)
+                append_floats(values, validity, nullable, fields, null, deser::parse_f64)
             }
             (Values::I128(values), SqlType::Decimal { precision, scale }) => {
-                append_fixed(values, validity, nullable, fields, null, |b| {
+                append_decimals(values, validity, nullable, fields, null, |b| {
                     deser::parse_decimal(b, precision, scale)
                 })
             }
