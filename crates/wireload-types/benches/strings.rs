@@ -72,11 +72,7 @@ fn build_utf8(text: &[u8], fields: &[(usize, usize)]) -> StringArray {
 
 /// A `StringViewArray` built the same way: a view per field, long strings into one buffer.
 fn build_view(text: &[u8], fields: &[(usize, usize)]) -> StringViewArray {
-    let long: usize = fields
-        .iter()
-        .map(|(s, e)| e - s)
-        .filter(|&n| n > 12)
-        .sum();
+    let long: usize = fields.iter().map(|(s, e)| e - s).filter(|&n| n > 12).sum();
     let mut views: Vec<u128> = Vec::with_capacity(fields.len());
     let mut data: Vec<u8> = Vec::with_capacity(long);
     for &(s, e) in fields {
