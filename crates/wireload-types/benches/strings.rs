@@ -42,14 +42,12 @@ fn column(text: &[u8], col: usize) -> Vec<(usize, usize)> {
         Some((s, end))
     }) {
         let mut fs = line.0;
-        let mut k = 0;
-        for d in memchr::memchr_iter(b'|', &text[line.0..line.1]) {
+        for (k, d) in memchr::memchr_iter(b'|', &text[line.0..line.1]).enumerate() {
             if k == col {
                 out.push((fs, line.0 + d));
                 break;
             }
             fs = line.0 + d + 1;
-            k += 1;
         }
     }
     out
