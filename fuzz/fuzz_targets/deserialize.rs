@@ -1,7 +1,9 @@
-//! Deserializers never panic, and an accepted value survives a builder round trip.
+//! Deserializers never panic, an accepted value survives a builder round trip, and every
+//! SWAR fast path returns exactly what its scalar twin (`deser::scalar`) returns.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wireload_types::deser::{self, scalar};
 use wireload_types::{ColumnBuilder, Field, SqlType};
 
 fuzz_target!(|input: &[u8]| {
@@ -16,4 +18,20 @@ fuzz_target!(|input: &[u8]| {
         let array = b.finish();
         assert_eq!(array.len(), usize::from(ok));
     }
+    assert_eq!(deser::parse_i16(input), scalar::parse_i16(input));
+    assert_eq!(deser::parse_i32(input), scalar::parse_i32(input));
+    assert_eq!(deser::parse_i64(input), scalar::parse_i64(input));
+    assert_eq!(
+        deser::parse_f64(input).map(f64::to_bits),
+        scalar::parse_f64(input).map(f64::to_bits)
+    );
+    assert_eq!(
+        deser::parse_f32(input).map(f32::to_bits),
+        scalar::parse_f32(input).map(f32::to_bits)
+    );
+    for (p, s) in [(15, 2), (38, 10), (1, 0), (10, 10), (18, 4)] {
+        assert_eq!(deser::parse_decimal(input, p, s), scalar::parse_decimal(input, p, s));
+    }
+    assert_eq!(deser::parse_date(input), scalar::parse_date(input));
+    assert_eq!(deser::parse_timestamp(input), scalar::parse_timestamp(input));
 });
