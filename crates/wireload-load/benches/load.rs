@@ -36,13 +36,18 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0.1);
-    let (data, rows): (Arc<[u8]>, u64) = match std::env::var("WIRELOAD_BENCH_CSV") {
-        Ok(path) => {
+    let csv = std::env::var("WIRELOAD_BENCH_CSV").ok();
+    let source = match &csv {
+        Some(path) => path.clone(),
+        None => format!("lineitem SF {sf}"),
+    };
+    let (data, rows): (Arc<[u8]>, u64) = match csv {
+        Some(path) => {
             let bytes = std::fs::read(&path).expect("WIRELOAD_BENCH_CSV is readable");
             let rows = memchr::memchr_iter(b'\n', &bytes).count() as u64;
             (Arc::from(bytes), rows)
         }
-        Err(_) => {
+        None => {
             let mut text = String::new();
             let mut rows = 0u64;
             for r in LineItemGenerator::new(sf, 1, 1).iter() {
@@ -54,7 +59,7 @@ fn main() {
     };
     let schema = TableSchema::parse(SCHEMA).unwrap();
     println!(
-        "lineitem SF {sf}: {:.1} MB, {rows} rows; default chunk size {} KiB",
+        "{source}: {:.1} MB, {rows} rows; default chunk size {} KiB",
         data.len() as f64 / 1e6,
         default_chunk_size(2) >> 10
     );
