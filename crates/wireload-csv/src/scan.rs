@@ -163,40 +163,27 @@ impl Kernel {
     }
 }
 
-// The scan loop compiled once per backend, with the backend's target features enabled so
-// that the classifier's intrinsics inline into it.
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse4.2,pclmulqdq,popcnt")]
-fn scan_sse42(
-    s: &mut BlockScanner<'_>,
-    c: x86::Sse42,
-    batch: &mut FieldBatch,
-    max_rows: usize,
-) -> Result<bool, ScanError> {
-    s.scan(c, batch, max_rows)
+/// Defines the scan loop of an x86 backend: [`BlockScanner::scan`] compiled with the
+/// backend's target features, so that the classifier's intrinsics inline into it.
+macro_rules! x86_scan_loop {
+    ($($name:ident: $classifier:ty, $features:literal;)*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        fn $name(
+            s: &mut BlockScanner<'_>,
+            c: $classifier,
+            batch: &mut FieldBatch,
+            max_rows: usize,
+        ) -> Result<bool, ScanError> {
+            s.scan(c, batch, max_rows)
+        }
+    )*};
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,pclmulqdq,popcnt")]
-fn scan_avx2(
-    s: &mut BlockScanner<'_>,
-    c: x86::Avx2,
-    batch: &mut FieldBatch,
-    max_rows: usize,
-) -> Result<bool, ScanError> {
-    s.scan(c, batch, max_rows)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,pclmulqdq,popcnt")]
-fn scan_avx512(
-    s: &mut BlockScanner<'_>,
-    c: x86::Avx512,
-    batch: &mut FieldBatch,
-    max_rows: usize,
-) -> Result<bool, ScanError> {
-    s.scan(c, batch, max_rows)
+x86_scan_loop! {
+    scan_sse42: x86::Sse42, "sse4.2,pclmulqdq,popcnt";
+    scan_avx2: x86::Avx2, "avx2,pclmulqdq,popcnt";
+    scan_avx512: x86::Avx512, "avx512f,avx512bw,pclmulqdq,popcnt";
 }
 
 /// Block-at-a-time scanner; see the module documentation.
