@@ -6,6 +6,8 @@
 //! previous chunk's last record) and finishes its own *widow* past its end. Where a chunk
 //! starts inside a quoted field is decided before the tasks run, in parallel, by
 //! [`context::chunk_start_states`] (safe mode), or assumed impossible and checked (fast mode).
+//! The scan classifies 64-byte blocks with the SIMD backend chosen for the process
+//! ([`simd::Backend`]: AVX-512, AVX2, SSE 4.2, NEON, or the scalar reference scanner).
 //!
 //! ```
 //! use wireload_csv::{Dialect, FieldBatch, ScanConfig, ScanMode, Scanner};

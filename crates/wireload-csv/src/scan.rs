@@ -7,6 +7,12 @@
 //! with doubled quotes, follow a closing quote), and a closing quote must be followed by a
 //! structural byte, a doubled quote or the end of input. Errors become events ordered with
 //! the structural bytes, so the first error in byte order is the one reported.
+//!
+//! The classifier comes from the process's SIMD backend ([`Backend::selected`]); the loop
+//! is compiled once per x86 backend with its target features. A block without errors
+//! whose offsets fit a span takes the fast path ([`BlockScanner::drain_fast`]) with the
+//! scan state in registers; other blocks go event by event through `end_field` and
+//! `end_record`, which also find errors' exact places.
 
 #[cfg(target_arch = "aarch64")]
 use crate::block::neon;
