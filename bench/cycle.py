@@ -453,58 +453,7 @@ class HyperCycle(CycleWorker):
 CYCLE_WORKERS = {"duckdb": DuckDBCycle, "hyper": HyperCycle}
 
 
-class ChdbPeer(loadbench.Peer):
-    """chDB (ClickHouse in-process): Memory tables, INSERT ... SELECT FROM file()."""
-
-    def __init__(self, threads: int):
-        super().__init__(threads)
-        import chdb
-        from chdb import session
-
-        self.chdb = chdb
-        self.session = session.Session()
-        self.session.query(f"SET max_threads={threads}")
-        self.session.query(f"SET max_insert_threads={threads}")
-
-    def version(self) -> str:
-        return f"{self.chdb.__version__} (ClickHouse {self.chdb.engine_version})"
-
-    @staticmethod
-    def _type(typ: str) -> str:
-        if typ == "INTEGER":
-            return "Int32"
-        if typ == "BIGINT":
-            return "Int64"
-        if typ == "DATE":
-            return "Date"
-        if typ.startswith("DECIMAL"):
-            return "Decimal" + typ[len("DECIMAL") :]
-        return "String"
-
-    def _columns(self, table: str) -> str:
-        return ", ".join(f"{n} {self._type(t)}" for n, t in TPCH_SCHEMA[table])
-
-    def prepare(self, table: str) -> None:
-        self.session.query(f"CREATE TABLE {table} ({self._columns(table)}) ENGINE = Memory")
-
-    def load(self, table: str, path: str) -> object:
-        # a dummy last column takes the empty field after the trailing '|'
-        structure = f"{self._columns(table)}, {DUMMY_COLUMN} Nullable(String)"
-        names = ", ".join(n for n, _ in TPCH_SCHEMA[table])
-        self.session.query(
-            f"INSERT INTO {table} SELECT {names} FROM file({sql_string(path)}, 'CSV', "
-            f"{sql_string(structure)}) SETTINGS format_csv_delimiter = '|'"
-        )
-        return None
-
-    def count(self, table: str, handle: object) -> int:
-        return int(self.session.query(f"SELECT count() FROM {table}", "CSV").bytes().strip())
-
-    def close(self) -> None:
-        self.session.close()
-
-
-LOAD_PEERS = {"polars": loadbench.PolarsPeer, "pyarrow": loadbench.PyArrowPeer, "chdb": ChdbPeer}
+LOAD_PEERS = {"polars": loadbench.PolarsPeer, "pyarrow": loadbench.PyArrowPeer, "chdb": loadbench.ChdbPeer}
 
 
 def timed_load(load_one, tables: list[dict]) -> dict:
@@ -1215,10 +1164,11 @@ def render_section(run: dict) -> str:
         "polars": "load only: `POLARS_MAX_THREADS`, `pl.read_csv(schema=...)` as in bench/load.py",
         "pyarrow": "load only: `pa.set_cpu_count`/`set_io_thread_count`, `pyarrow.csv.read_csv` with "
         "`column_types` as in bench/load.py",
-        "chdb": f"load only: a chDB session, `SET max_threads={threads}`, `max_insert_threads={threads}`, "
+        "chdb": f"load only, as in bench/load.py: a chDB session, `SET max_threads={threads}`, "
+        f"`max_insert_threads={threads}`, `max_parsing_threads={threads}`, "
         "Memory tables (INTEGER→Int32, BIGINT→Int64, DECIMAL→Decimal, DATE→Date, CHAR/VARCHAR→String), "
         "`INSERT INTO t SELECT ... FROM file('f.tbl', 'CSV', 'columns..., dummy') "
-        "SETTINGS format_csv_delimiter = '|'`",
+        "SETTINGS format_csv_delimiter = '|', input_format_csv_trim_whitespaces = 0`",
     }
     for c in CONTESTANTS:
         if c in run["contestants"]:
