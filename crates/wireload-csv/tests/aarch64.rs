@@ -1,6 +1,7 @@
 //! The scan, NEON backend included, compiles for AArch64 (`cargo check --target
-//! aarch64-unknown-linux-gnu`; the target comes with the toolchain, see
-//! `rust-toolchain.toml`). This machine cannot run NEON code; the check keeps it building.
+//! aarch64-unknown-linux-gnu`). The target is listed in `rust-toolchain.toml`; rustup adds
+//! it with a fresh toolchain but not to one already installed, so the test adds it first.
+//! This machine cannot run NEON code; the check keeps it building.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,6 +10,12 @@ use std::process::Command;
 fn wireload_csv_checks_for_aarch64() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target_dir = root.join("target/aarch64-check");
+    // Idempotent, and quick once the target is there; without rustup the check below says
+    // what is missing.
+    let _ = Command::new("rustup")
+        .current_dir(&root)
+        .args(["target", "add", "aarch64-unknown-linux-gnu"])
+        .output();
     let out = Command::new(env!("CARGO"))
         .current_dir(&root)
         .args([
