@@ -399,7 +399,7 @@ impl<'a> BlockScanner<'a> {
         while !self.done {
             if self.errors == 0
                 && self.block_pos + 64 - fill.base() <= MAX_REL
-                && let Some(more) = self.drain_fast(fill, max_rows)?
+                && let Some(more) = self.drain_fast(c, fill, max_rows)?
             {
                 return Ok(more);
             }
@@ -431,48 +431,68 @@ impl<'a> BlockScanner<'a> {
         Ok(false)
     }
 
-    /// The events of the current block when it has no errors and every offset in it fits a
-    /// span: ends fields and records with the scan state in registers. `Some(more)` when
-    /// the batch is full or the range is done, `None` when the block is used up.
+    /// The events of the current block (which has no errors, and every offset in it fits a
+    /// span) and of the whole blocks after it that are alike: ends fields and records with
+    /// the scan state in registers. `Some(more)` when the batch is full or the range is
+    /// done; `None` at a block it does not take (the partial last block, one with errors,
+    /// or one the batch has no window of slots for), which the caller loads or drains.
     ///
     /// In a block without quote characters only the field still open from an earlier
     /// block can be quoted, so just the first event looks at the field's first byte.
     #[inline(always)]
-    fn drain_fast(
+    fn drain_fast<C: Classifier>(
         &mut self,
+        c: C,
         fill: &mut Fill<'_>,
         max_rows: usize,
     ) -> Result<Option<bool>, ScanError> {
         let base = fill.base();
-        let row0 = fill.rows * self.stride;
-        let slot0 = row0 + self.k;
-        let Some(mut window) = fill.window(slot0) else {
-            return Ok(None);
-        };
-        let mut cur = Cursor {
-            events: self.events,
-            fs_rel: (self.field_start - base) as u32,
-            row0,
-            slot: slot0,
-        };
-        let result = match self.cfg.specials.quote {
-            Some(q) if self.block_quotes => {
-                self.drain_events::<true, false>(&mut cur, &mut window, base, q, max_rows)
-            }
-            Some(q) => {
-                match self.drain_events::<true, true>(&mut cur, &mut window, base, q, max_rows) {
-                    Ok(None) => {
-                        self.drain_events::<false, false>(&mut cur, &mut window, base, q, max_rows)
-                    }
-                    other => other,
+        loop {
+            let row0 = fill.rows * self.stride;
+            let slot0 = row0 + self.k;
+            let Some(mut window) = fill.window(slot0) else {
+                return Ok(None);
+            };
+            let mut cur = Cursor {
+                events: self.events,
+                fs_rel: (self.field_start - base) as u32,
+                row0,
+                slot: slot0,
+            };
+            let result = match self.cfg.specials.quote {
+                Some(q) if self.block_quotes => {
+                    self.drain_events::<true, false>(&mut cur, &mut window, base, q, max_rows)
                 }
+                Some(q) => {
+                    match self.drain_events::<true, true>(&mut cur, &mut window, base, q, max_rows)
+                    {
+                        Ok(None) => self.drain_events::<false, false>(
+                            &mut cur,
+                            &mut window,
+                            base,
+                            q,
+                            max_rows,
+                        ),
+                        other => other,
+                    }
+                }
+                None => self.drain_events::<false, false>(&mut cur, &mut window, base, 0, max_rows),
+            };
+            self.events = cur.events;
+            self.k = cur.slot - cur.row0;
+            self.field_start = base + cur.fs_rel as usize;
+            if !matches!(result, Ok(None)) {
+                return result;
             }
-            None => self.drain_events::<false, false>(&mut cur, &mut window, base, 0, max_rows),
-        };
-        self.events = cur.events;
-        self.k = cur.slot - cur.row0;
-        self.field_start = base + cur.fs_rel as usize;
-        result
+            // The block is used up: go on with the next one here while it is a whole
+            // block that qualifies; otherwise the caller loads it (or drains it slowly).
+            if self.next_pos + 64 > self.data.len() || !self.load_block(c) {
+                return Ok(None);
+            }
+            if self.errors != 0 || self.block_pos + 64 - base > MAX_REL {
+                return Ok(None);
+            }
+        }
     }
 
     /// The loop of [`drain_fast`](Self::drain_fast): fields whose first byte may be the

@@ -330,6 +330,71 @@ fn every_special_byte_at_every_position_of_two_blocks_scans_alike_on_every_backe
 }
 
 #[test]
+fn long_inputs_of_many_whole_blocks_scan_alike_on_every_backend() {
+    // Thousands of records spanning many 64-byte blocks, mostly unquoted (the scan's
+    // multi-block fast path), with rare quoted fields, doubled quotes, CRLFs, empty lines
+    // and, in some inputs, one malformed record late in the input.
+    let mut rng = StdRng::seed_from_u64(31);
+    let mut scanned_rows = 0;
+    for case in 0..24 {
+        let ncols = rng.random_range(1..12);
+        let mut data = Vec::new();
+        for _ in 0..rng.random_range(500..3000) {
+            for c in 0..ncols {
+                match rng.random_range(0..200) {
+                    0 => data.extend_from_slice(b"\"quo,ted\"\"\""),
+                    1 => data.extend_from_slice(b"\"multi\nline\""),
+                    _ => {
+                        let n = rng.random_range(0..20);
+                        data.extend((0..n).map(|i| b'a' + (i % 26) as u8));
+                    }
+                }
+                if c + 1 < ncols {
+                    data.push(b',');
+                }
+            }
+            match rng.random_range(0..100) {
+                0 => data.extend_from_slice(b"\r\n"),
+                1 => data.extend_from_slice(b"\n\n"),
+                _ => data.push(b'\n'),
+            }
+        }
+        if case % 4 == 3 {
+            let at = data.len() * 3 / 4;
+            data.insert(at, b'"');
+        }
+        for mode in [ScanMode::Safe, ScanMode::Fast] {
+            for max_rows in [1, 7, 2048] {
+                let reference = scan_chunked(
+                    &data,
+                    &Dialect::default(),
+                    mode,
+                    1 << 30,
+                    max_rows,
+                    ncols,
+                    None,
+                );
+                for engine in engines().into_iter().skip(1) {
+                    let got = scan_chunked(
+                        &data,
+                        &Dialect::default(),
+                        mode,
+                        1 << 30,
+                        max_rows,
+                        ncols,
+                        engine,
+                    );
+                    assert_eq!(
+                        got, reference,
+                        "case {case} {mode:?} rows {max_rows} {engine:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn backslash_escape_dialect_scans_in_chunks() {
     // PostgreSQL CSV with ESCAPE '\': only \" and \\ are escapes inside quotes.
     let dialect = Dialect {
