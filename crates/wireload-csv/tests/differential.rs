@@ -374,6 +374,7 @@ fn long_inputs_of_many_whole_blocks_scan_alike_on_every_backend() {
                     ncols,
                     None,
                 );
+                scanned_rows += reference.as_ref().map_or(0, |rows| rows.len());
                 for engine in engines().into_iter().skip(1) {
                     let got = scan_chunked(
                         &data,
@@ -392,6 +393,8 @@ fn long_inputs_of_many_whole_blocks_scan_alike_on_every_backend() {
             }
         }
     }
+    // most inputs scan without error: the comparison is over real records
+    assert!(scanned_rows > 50_000, "only {scanned_rows} rows scanned");
 }
 
 #[test]
