@@ -226,11 +226,6 @@ pub struct BlockScanner<'a> {
 }
 
 impl<'a> BlockScanner<'a> {
-    /// See [`Scanner::new`].
-    pub fn new(cfg: &ScanConfig, data: &'a [u8], start: usize, end: usize, ncols: usize) -> Self {
-        BlockScanner::with_backend(Backend::selected(), cfg, data, start, end, ncols)
-    }
-
     /// A block scanner classifying with `backend` (the portable classifier for
     /// [`Backend::Scalar`] and for backends this CPU cannot run).
     pub fn with_backend(
