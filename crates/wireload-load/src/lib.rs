@@ -19,8 +19,8 @@ mod task;
 pub use append::append_batches;
 pub use error::{KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
-pub use pipeline::default_chunk_size;
-pub use source::Source;
+pub use pipeline::{data_start, default_chunk_size};
+pub use source::{Input, Source};
 pub use wireload_csv::{Dialect, ScanMode};
 
 use wireload_csv::ScanConfig;

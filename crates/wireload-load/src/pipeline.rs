@@ -133,8 +133,9 @@ fn l3_bytes() -> Option<usize> {
     num.parse::<usize>().ok().map(|n| n * mult)
 }
 
-/// Where the data records start: after a BOM and, with a header, after the header record.
-pub(crate) fn data_start(
+/// Where the data records of `data` start: after a BOM and, with a header, after the
+/// header record (an error names the header's problem).
+pub fn data_start(
     data: &[u8],
     scan: &ScanConfig,
     header: bool,

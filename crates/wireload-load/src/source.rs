@@ -28,10 +28,10 @@ impl Source {
         }
     }
 
-    /// Opens the source for reading.
-    pub(crate) fn open(&self) -> Result<Input, LoadError> {
+    /// Opens the source for reading: a file is memory-mapped, bytes are shared.
+    pub fn open(&self) -> Result<Input, LoadError> {
         match self {
-            Source::Bytes { data, .. } => Ok(Input::Shared(Arc::clone(data))),
+            Source::Bytes { data, .. } => Ok(Input(Bytes::Shared(Arc::clone(data)))),
             Source::File(path) => {
                 let io = |source| LoadError::Io {
                     path: path.display().to_string(),
@@ -43,7 +43,7 @@ impl Source {
                     return Err(io(std::io::Error::other("is a directory")));
                 }
                 if meta.len() == 0 {
-                    return Ok(Input::Shared(Arc::from(Vec::new())));
+                    return Ok(Input(Bytes::Shared(Arc::from(Vec::new()))));
                 }
                 // SAFETY: the map is read-only and private to this load; wireload never writes
                 // the file. Another process truncating it while we read is outside what a
@@ -55,23 +55,26 @@ impl Source {
                     let _ = map.advise(memmap2::Advice::Sequential);
                     let _ = map.advise(memmap2::Advice::WillNeed);
                 }
-                Ok(Input::Mapped(map))
+                Ok(Input(Bytes::Mapped(map)))
             }
         }
     }
 }
 
-/// The bytes of an opened source.
-pub(crate) enum Input {
+/// The bytes of an opened source (kept mapped or shared while this lives).
+pub struct Input(Bytes);
+
+enum Bytes {
     Mapped(memmap2::Mmap),
     Shared(Arc<[u8]>),
 }
 
 impl Input {
-    pub(crate) fn bytes(&self) -> &[u8] {
-        match self {
-            Input::Mapped(m) => m,
-            Input::Shared(b) => b,
+    /// The whole input.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.0 {
+            Bytes::Mapped(m) => m,
+            Bytes::Shared(b) => b,
         }
     }
 }

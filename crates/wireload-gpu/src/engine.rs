@@ -1,0 +1,372 @@
+//! A GPU load end to end: partitions of the input are staged in page-locked memory and
+//! streamed to the device by several workers, each with its own stream and buffers, so
+//! copies up, kernels and copies down of different partitions overlap. Each partition's
+//! buffers become an Arrow batch on the host; a partition the kernels flag (an error, or
+//! more fallbacks than the list holds) is loaded by the CPU loader instead, which names
+//! the error exactly as a CPU load would. The batches are appended to the table in one
+//! atomic step, indexes and partitioning included.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arrow::record_batch::RecordBatch;
+use wireload_csv::{ScanConfig, ScanMode, line_of};
+use wireload_load::{
+    Dialect, LoadControl, LoadError, LoadOptions, LoadReport, Source, append_batches, data_start,
+    load_into,
+};
+use wireload_storage::{Partitioning, Table, TableDef};
+use wireload_types::{ColumnDef, TableSchema};
+
+use crate::assemble::{CpuReason, assemble};
+use crate::buffers::PartitionBuffers;
+use crate::device::Device;
+use crate::error::GpuError;
+use crate::partition::{Part, Partitioner};
+use crate::passes::Workspace;
+use crate::plan::{GpuOptions, Plan};
+
+/// What a GPU load did, beyond the load report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuReport {
+    /// The load.
+    pub load: LoadReport,
+    /// The device it ran on.
+    pub device: String,
+    /// Partitions streamed.
+    pub partitions: usize,
+    /// Partitions that ran the quoted passes.
+    pub quoted: usize,
+    /// Partitions the CPU loader loaded instead (flagged errors, fallback overflow).
+    pub cpu: usize,
+    /// Fields parsed on the host.
+    pub fallbacks: u64,
+}
+
+impl std::fmt::Display for GpuReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} on {}: {} partitions ({} quoted, {} by the CPU), {} fields parsed on the host",
+            self.load, self.device, self.partitions, self.quoted, self.cpu, self.fallbacks
+        )
+    }
+}
+
+/// What one partition gave.
+struct PartResult {
+    batches: Vec<RecordBatch>,
+    quoted: bool,
+    cpu: bool,
+    fallbacks: u64,
+}
+
+/// Something that parses staged partitions: a device's [`Workspace`], or the reference.
+pub trait Runner {
+    /// A buffer for the next partition's `n` bytes (and padding), to fill.
+    fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError>;
+    /// Parses the `n` bytes staged last.
+    fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError>;
+}
+
+impl<D: Device> Runner for Workspace<D> {
+    fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
+        self.staging(n)
+    }
+
+    fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError> {
+        self.upload(n)?;
+        self.run(false)
+    }
+}
+
+/// The passes of [`crate::reference`] as a [`Runner`]: loads whose every step but the
+/// kernels is the GPU engine's.
+#[derive(Debug)]
+pub struct ReferenceRunner {
+    plan: Arc<Plan>,
+    opts: GpuOptions,
+    input: Vec<u8>,
+}
+
+impl ReferenceRunner {
+    /// A runner for `plan`.
+    pub fn new(plan: Arc<Plan>, opts: &GpuOptions) -> Self {
+        ReferenceRunner {
+            plan,
+            opts: opts.clone(),
+            input: Vec::new(),
+        }
+    }
+}
+
+impl Runner for ReferenceRunner {
+    fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
+        self.input.resize(n, 0);
+        Ok(&mut self.input)
+    }
+
+    fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError> {
+        Ok(crate::reference::run(
+            &self.input[..n],
+            &self.plan,
+            &self.opts,
+            false,
+        ))
+    }
+}
+
+/// The input of a partition as the kernels take it: its bytes, with a record delimiter
+/// added when the input's last record has none.
+fn needs_newline(data: &[u8], range: &Range<usize>) -> bool {
+    range.end == data.len() && !matches!(data.last(), Some(b'\n' | b'\r'))
+}
+
+/// Loads records `range` of `data` with the CPU loader (one more time, for what the GPU
+/// left: errors to name, partitions with too many fallbacks). Positions in errors are
+/// those of the whole input.
+pub fn cpu_partition(
+    columns: &[ColumnDef],
+    dialect: &Dialect,
+    file: &str,
+    data: &[u8],
+    range: Range<usize>,
+) -> Result<Vec<RecordBatch>, LoadError> {
+    let def = TableDef::new(
+        "partition",
+        TableSchema {
+            columns: columns.to_vec(),
+        },
+        Partitioning::Single,
+    )
+    .map_err(|e| LoadError::Options(e.to_string()))?;
+    let table = Table::new(def);
+    let mut dialect = dialect.clone();
+    dialect.header = false;
+    // An empty line first: a partition that starts with the bytes of a BOM keeps them (the
+    // CPU loader skips a BOM only at the start of its input), and the line is skipped.
+    let mut bytes = Vec::with_capacity(range.len() + 1);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&data[range.clone()]);
+    let src = Source::Bytes {
+        name: file.to_string(),
+        data: Arc::from(bytes),
+    };
+    let opts = LoadOptions {
+        dialect,
+        mode: ScanMode::Safe,
+        ..LoadOptions::default()
+    };
+    match load_into(&table, &src, &opts, &LoadControl::default()) {
+        Ok(_) => Ok(table.snapshot().chunks().cloned().collect()),
+        Err(e) => Err(shift(e, range.start as u64, data)),
+    }
+}
+
+/// `e`, found in a partition starting at `start` loaded after one empty line, with its byte
+/// offset and line those of the whole input `data`.
+fn shift(mut e: LoadError, start: u64, data: &[u8]) -> LoadError {
+    if let LoadError::Syntax { pos, .. }
+    | LoadError::Value { pos, .. }
+    | LoadError::QuotedNewlineInFastMode { pos } = &mut e
+    {
+        pos.byte = (pos.byte + start).saturating_sub(1);
+        pos.line = line_of(data, pos.byte as usize);
+    }
+    e
+}
+
+/// Loads `source` into `table` on `dev` and publishes the new version; on any error the
+/// table is unchanged.
+pub fn load_into_on<D: Device>(
+    dev: &Arc<D>,
+    table: &Table,
+    source: &Source,
+    dialect: &Dialect,
+    opts: &GpuOptions,
+    ctl: &LoadControl,
+) -> Result<GpuReport, GpuError> {
+    load_with(
+        table,
+        source,
+        dialect,
+        opts,
+        ctl,
+        &dev.describe(),
+        &|plan| Workspace::new(Arc::clone(dev), plan, opts),
+    )
+}
+
+/// Loads `source` into `table` with the reference passes in place of the kernels (every
+/// other step is the GPU engine's), and publishes the new version.
+pub fn load_into_reference(
+    table: &Table,
+    source: &Source,
+    dialect: &Dialect,
+    opts: &GpuOptions,
+    ctl: &LoadControl,
+) -> Result<GpuReport, GpuError> {
+    load_with(
+        table,
+        source,
+        dialect,
+        opts,
+        ctl,
+        "the reference passes",
+        &|plan| Ok(ReferenceRunner::new(plan, opts)),
+    )
+}
+
+/// The engine over any [`Runner`]: `runner` makes one per worker.
+pub fn load_with<R: Runner>(
+    table: &Table,
+    source: &Source,
+    dialect: &Dialect,
+    opts: &GpuOptions,
+    ctl: &LoadControl,
+    device: &str,
+    runner: &(dyn Fn(Arc<Plan>) -> Result<R, GpuError> + Sync),
+) -> Result<GpuReport, GpuError> {
+    let t0 = Instant::now();
+    opts.validate()?;
+    let def = table.def();
+    let columns = &def.schema.columns;
+    let plan = Arc::new(Plan::new(columns, dialect)?);
+    let scan = ScanConfig::new(dialect, ScanMode::Safe).map_err(|e| LoadError::Options(e.0))?;
+    let file = source.name();
+    let input = source.open()?;
+    let data = input.bytes();
+    ctl.bytes_total.store(data.len() as u64, Relaxed);
+    let start = data_start(data, &scan, dialect.header, &file)?;
+    ctl.bytes_done.store(start as u64, Relaxed);
+    let parts =
+        Mutex::new(Partitioner::new(data, start, scan, dialect.quote, opts.partition).fuse());
+    let results: Mutex<BTreeMap<usize, Result<PartResult, GpuError>>> = Mutex::new(BTreeMap::new());
+    // lowest partition that failed (usize::MAX: none); later ones need not run
+    let failed = AtomicUsize::new(usize::MAX);
+    let stop = AtomicBool::new(false);
+    let workers = opts.streams.max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut ws = match runner(Arc::clone(&plan)) {
+                    Ok(ws) => Some(ws),
+                    Err(e) => {
+                        results
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(0, Err(e));
+                        failed.store(0, Relaxed);
+                        stop.store(true, Relaxed);
+                        None
+                    }
+                };
+                while let Some(ws) = ws.as_mut() {
+                    if stop.load(Relaxed) || ctl.cancel.load(Relaxed) {
+                        break;
+                    }
+                    let Some(part) = parts.lock().unwrap_or_else(|p| p.into_inner()).next() else {
+                        break;
+                    };
+                    if part.index > failed.load(Relaxed) {
+                        break;
+                    }
+                    let r = run_partition(ws, &plan, columns, dialect, &file, data, &part);
+                    ctl.bytes_done.fetch_add(part.range.len() as u64, Relaxed);
+                    let bad = match &r {
+                        Err(GpuError::Load(_)) => true,
+                        Err(_) => {
+                            stop.store(true, Relaxed);
+                            true
+                        }
+                        Ok(_) => false,
+                    };
+                    if bad {
+                        failed.fetch_min(part.index, Relaxed);
+                    }
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(part.index, r);
+                }
+            });
+        }
+    });
+    if ctl.cancel.load(Relaxed) {
+        return Err(LoadError::Cancelled.into());
+    }
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut batches = Vec::new();
+    let (mut partitions, mut quoted, mut cpu, mut fallbacks) = (0, 0, 0, 0u64);
+    for (_, r) in results {
+        let r = r?;
+        partitions += 1;
+        quoted += r.quoted as usize;
+        cpu += r.cpu as usize;
+        fallbacks += r.fallbacks;
+        batches.extend(r.batches);
+    }
+    let mut report = append_batches(table, &file, data.len() as u64, batches, ctl)?;
+    report.seconds = t0.elapsed().as_secs_f64();
+    Ok(GpuReport {
+        load: report,
+        device: device.to_string(),
+        partitions,
+        quoted,
+        cpu,
+        fallbacks,
+    })
+}
+
+/// Stages, parses and assembles one partition (or loads it with the CPU loader).
+fn run_partition<R: Runner>(
+    ws: &mut R,
+    plan: &Plan,
+    columns: &[ColumnDef],
+    dialect: &Dialect,
+    file: &str,
+    data: &[u8],
+    part: &Part,
+) -> Result<PartResult, GpuError> {
+    let range = part.range.clone();
+    let bytes = &data[range.clone()];
+    let extra = needs_newline(data, &range) as usize;
+    let n = bytes.len() + extra;
+    {
+        let staging = ws.stage(n)?;
+        staging[..bytes.len()].copy_from_slice(bytes);
+        if extra == 1 {
+            staging[bytes.len()] = b'\n';
+        }
+    }
+    let buffers = ws.parse(n)?;
+    let quoted = buffers.quoted;
+    let fallbacks = buffers.fallbacks.len() as u64;
+    match assemble(plan, bytes, buffers) {
+        Ok(batch) => Ok(PartResult {
+            batches: vec![batch],
+            quoted,
+            cpu: false,
+            fallbacks,
+        }),
+        Err(reason) => {
+            let batches = cpu_partition(columns, dialect, file, data, range)?;
+            // the CPU loader found nothing wrong in a partition the kernels flagged: keep
+            // its rows (correct by definition), but say so when testing
+            debug_assert!(
+                reason == CpuReason::Overflow,
+                "the kernels flagged {reason:?} in partition {} but the CPU loader loaded it",
+                part.index
+            );
+            Ok(PartResult {
+                batches,
+                quoted,
+                cpu: true,
+                fallbacks,
+            })
+        }
+    }
+}

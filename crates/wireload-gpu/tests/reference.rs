@@ -1,0 +1,185 @@
+//! The GPU engine's loads against the CPU loader's: the same rows (floats bit for bit) or
+//! the same error message, for random inputs cut into partitions of many sizes. The
+//! passes are the plain-Rust reference here (fast) and the emulated kernels on smaller
+//! inputs; every other step is the engine's own.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Case, Gen, case, cpu_load, rows, source, table};
+use wireload_gpu::{Emulator, GpuOptions, PassMode, load_into_on, load_into_reference};
+use wireload_load::LoadControl;
+
+/// Loads `c` through the engine with the reference passes.
+fn reference_load(c: &Case, opts: &GpuOptions) -> Result<Vec<Vec<Option<String>>>, String> {
+    let t = table(&c.schema);
+    load_into_reference(&t, &source(c), &c.dialect, opts, &LoadControl::default())
+        .map_err(|e| e.to_string())?;
+    Ok(rows(&t))
+}
+
+/// Loads `c` through the engine with the kernels on the emulator.
+fn emulated_load(c: &Case, opts: &GpuOptions) -> Result<Vec<Vec<Option<String>>>, String> {
+    let t = table(&c.schema);
+    let dev = Arc::new(Emulator::new(64));
+    load_into_on(
+        &dev,
+        &t,
+        &source(c),
+        &c.dialect,
+        opts,
+        &LoadControl::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(rows(&t))
+}
+
+type Loaded = Result<Vec<Vec<Option<String>>>, String>;
+
+/// The first row (or the errors) where two loads differ.
+fn first_difference(a: &Loaded, b: &Loaded) -> String {
+    match (a, b) {
+        (Ok(a), Ok(b)) => match a.iter().zip(b).position(|(x, y)| x != y) {
+            Some(i) => format!("row {i}: {:?} vs {:?}", a[i], b[i]),
+            None => format!("{} rows vs {}", a.len(), b.len()),
+        },
+        _ => format!("{a:?} vs {b:?}"),
+    }
+}
+
+#[test]
+fn reference_loads_equal_cpu_loads() {
+    let (mut ok, mut failed) = (0, 0);
+    for seed in 0..400u64 {
+        let g = Gen {
+            rows: 1 + (seed as usize * 13) % 150,
+            errors: seed % 3 == 2,
+            quotes: seed % 4 != 0,
+            odd: seed % 2 == 0,
+        };
+        let c = case(seed, g);
+        let cpu = cpu_load(&c);
+        let opts = GpuOptions {
+            // tiny partitions put boundaries everywhere
+            partition: [37, 256, 1000, 1 << 20][seed as usize % 4],
+            chunk: [128, 256][seed as usize % 2],
+            mode: if seed % 5 == 0 {
+                PassMode::Quoted
+            } else {
+                PassMode::Auto
+            },
+            streams: 1 + seed as usize % 3,
+            fallbacks: if seed % 7 == 0 { 2 } else { 1 << 12 },
+        };
+        let gpu = reference_load(&c, &opts);
+        if gpu != cpu {
+            panic!(
+                "seed {seed}: {}\nschema {:?}, dialect {:?}, {opts:?}\ninput {:?}",
+                first_difference(&gpu, &cpu),
+                c.schema,
+                c.dialect,
+                String::from_utf8_lossy(&c.data)
+            );
+        }
+        if cpu.is_ok() {
+            ok += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    assert!(ok > 150 && failed > 40, "{ok} loads, {failed} errors");
+}
+
+#[test]
+fn emulated_loads_equal_cpu_loads() {
+    for seed in 1000..1080u64 {
+        let g = Gen {
+            rows: 1 + (seed as usize * 7) % 80,
+            errors: seed % 3 == 2,
+            quotes: seed % 4 != 0,
+            odd: seed % 2 == 0,
+        };
+        let c = case(seed, g);
+        let opts = GpuOptions {
+            partition: [64, 700, 1 << 20][seed as usize % 3],
+            chunk: 128,
+            mode: if seed % 4 == 0 {
+                PassMode::Quoted
+            } else {
+                PassMode::Auto
+            },
+            streams: 2,
+            ..GpuOptions::default()
+        };
+        assert_eq!(
+            emulated_load(&c, &opts),
+            cpu_load(&c),
+            "seed {seed}: schema {:?}, dialect {:?}\ninput {:?}",
+            c.schema,
+            c.dialect,
+            String::from_utf8_lossy(&c.data)
+        );
+    }
+}
+
+#[test]
+fn headers_boms_and_empty_inputs() {
+    let mut c = Case {
+        schema: "a INT, b TEXT".into(),
+        dialect: wireload_load::Dialect {
+            header: true,
+            ..Default::default()
+        },
+        data: b"\xEF\xBB\xBFa,b\n1,x\n2,\"y\nz\"".to_vec(),
+    };
+    let opts = GpuOptions {
+        partition: 5,
+        ..GpuOptions::default()
+    };
+    assert_eq!(reference_load(&c, &opts), cpu_load(&c));
+    assert_eq!(emulated_load(&c, &opts), cpu_load(&c));
+    assert_eq!(cpu_load(&c).unwrap().len(), 2);
+    for data in [&b""[..], b"a,b\n", b"\n\n", b"a,b"] {
+        c.data = data.to_vec();
+        assert_eq!(reference_load(&c, &opts), cpu_load(&c), "{data:?}");
+    }
+    c.dialect.header = false;
+    // a partition may start with the bytes of a BOM: they are data there
+    c.schema = "a TEXT".into();
+    c.data = b"x\n\xEF\xBB\xBFy\n".to_vec();
+    let opts = GpuOptions {
+        partition: 2,
+        fallbacks: 0,
+        ..GpuOptions::default()
+    };
+    assert_eq!(reference_load(&c, &opts), cpu_load(&c));
+}
+
+#[test]
+fn errors_name_the_same_place_as_the_cpu_loader() {
+    let c = |schema: &str, data: &[u8]| Case {
+        schema: schema.into(),
+        dialect: Default::default(),
+        data: data.to_vec(),
+    };
+    let opts = GpuOptions {
+        partition: 16,
+        ..GpuOptions::default()
+    };
+    for case in [
+        c("a INT, b INT", b"1,2\n3,4\n5,x\n7,8\n"),
+        c("a INT, b INT", b"1,2\n3,4\n5\n7,8\n"),
+        c("a INT, b TEXT", b"1,2\n3,\"4\n5,x\n"),
+        c("a INT, b TEXT", b"1,2\n3,a\"4\n5,x\n"),
+        c("a INT NOT NULL, b TEXT", b"1,2\n,4\n"),
+        c("a INT, b VARCHAR(2)", b"1,ab\n2,abc\n"),
+        c("a INT, b TEXT", b"1,\xc3\n"),
+        c("a DATE, b TEXT", b"2020-02-30,x\n"),
+    ] {
+        let cpu = cpu_load(&case);
+        assert!(cpu.is_err(), "{:?}", case.data);
+        assert_eq!(reference_load(&case, &opts), cpu);
+        assert_eq!(emulated_load(&case, &opts), cpu);
+    }
+}
