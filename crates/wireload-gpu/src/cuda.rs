@@ -70,6 +70,12 @@ pub fn nvrtc_version() -> Result<(i32, i32), GpuError> {
 /// Compiles the kernels for `arch` (e.g. `sm_90` for a CUBIN, `compute_90` for PTX);
 /// returns the image.
 pub fn compile(arch: &str) -> Result<Vec<u8>, GpuError> {
+    compile_source(&kernel_source(), arch)
+}
+
+/// Compiles CUDA C++ `source` for `arch` with the options the kernels use; returns the
+/// image (a CUBIN for `sm_*`, NUL-terminated PTX for `compute_*`) or the compiler's log.
+pub fn compile_source(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
     if !nvrtc_present() {
         return Err(GpuError::NoGpu(
             "the NVRTC library (libnvrtc.so) was not found; install the CUDA toolkit or the \
@@ -80,7 +86,9 @@ pub fn compile(arch: &str) -> Result<Vec<u8>, GpuError> {
     let fail = |what: &str, rc: nvrtc::nvrtcResult| GpuError::Compile {
         log: format!("{what} failed: {rc:?}"),
     };
-    let src = CString::new(kernel_source()).expect("the kernel source has no NUL byte");
+    let src = CString::new(source).map_err(|_| GpuError::Compile {
+        log: "the source holds a NUL byte".into(),
+    })?;
     let name = CString::new("csv.cu").expect("no NUL");
     let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: valid C strings and an out-pointer; no headers.

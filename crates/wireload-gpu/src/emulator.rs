@@ -39,7 +39,7 @@ impl Emulator {
     /// An emulator launching blocks of `threads` threads (a multiple of 32, at most 256).
     pub fn new(threads: u32) -> Self {
         assert!(
-            threads > 0 && threads % 32 == 0 && threads <= crate::layout::MAX_BLOCK,
+            threads > 0 && threads.is_multiple_of(32) && threads <= crate::layout::MAX_BLOCK,
             "threads per block must be a multiple of 32 up to 256"
         );
         Emulator {

@@ -35,6 +35,7 @@
 
 pub mod assemble;
 pub mod buffers;
+pub mod check;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;

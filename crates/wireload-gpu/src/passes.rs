@@ -116,6 +116,40 @@ pub struct Workspace<D: Device> {
     staged: usize,
 }
 
+/// A partition after [`Workspace::parse`].
+#[derive(Debug)]
+pub enum Parsed {
+    /// Nothing to copy back (an unterminated quote stopped the passes).
+    Done(PartitionBuffers),
+    /// The outputs are on the device.
+    OnDevice(OnDevice),
+}
+
+impl Parsed {
+    /// Records in the partition.
+    pub fn rows(&self) -> usize {
+        match self {
+            Parsed::Done(b) => b.rows,
+            Parsed::OnDevice(p) => p.rows,
+        }
+    }
+}
+
+/// What is left on the device after the passes, and where.
+#[derive(Debug)]
+pub struct OnDevice {
+    /// records
+    pub rows: usize,
+    /// the quoted passes ran
+    pub quoted: bool,
+    /// errors and the fallback count
+    pub status: Status,
+    descs: Vec<ColumnDesc>,
+    sizes: Vec<u32>,
+    fallbacks: u64,
+    trace: Option<Trace>,
+}
+
 impl<D: Device> Drop for Workspace<D> {
     fn drop(&mut self) {
         // Queued work may still use the buffers: wait for it (errors cannot be reported
@@ -326,9 +360,18 @@ impl<D: Device> Workspace<D> {
             .clamp(1, self.dev.multiprocessors() as usize * 32) as u32
     }
 
-    /// Runs the passes over the partition uploaded last; with `trace`, also copies every
-    /// intermediate array back.
+    /// Runs the passes over the partition uploaded last and copies everything back; with
+    /// `trace`, every intermediate array too.
     pub fn run(&mut self, trace: bool) -> Result<PartitionBuffers, GpuError> {
+        match self.parse(trace)? {
+            Parsed::Done(b) => Ok(b),
+            Parsed::OnDevice(p) => self.download(p),
+        }
+    }
+
+    /// Runs the passes over the partition uploaded last and leaves the outputs on the
+    /// device (what the on-GPU throughput measures): the status and row count come back.
+    pub fn parse(&mut self, trace: bool) -> Result<Parsed, GpuError> {
         let n = self.staged;
         let dev = Arc::clone(&self.dev);
         let dev = &*dev;
@@ -383,7 +426,7 @@ impl<D: Device> Workspace<D> {
             tr.prefix = self.get(prefix, nchunks)?;
         }
         if total.quotes % 2 == 1 {
-            return Ok(PartitionBuffers {
+            return Ok(Parsed::Done(PartitionBuffers {
                 rows: 0,
                 quoted: true,
                 unterminated: true,
@@ -391,7 +434,7 @@ impl<D: Device> Workspace<D> {
                 fallbacks: Vec::new(),
                 columns: Vec::new(),
                 trace: trace.then_some(tr),
-            });
+            }));
         }
         let quoted = self.opts.mode == PassMode::Quoted || (d.has_quote != 0 && total.quotes > 0);
         let cap = self.opts.fallbacks;
@@ -662,8 +705,35 @@ impl<D: Device> Workspace<D> {
             unsafe { launch(dev, &self.stream, Kernel::StringGather, grid, &sargs)? };
         }
 
-        // everything back: status, outputs, fallbacks
         let st: Status = self.get(status, 1)?[0];
+        Ok(Parsed::OnDevice(OnDevice {
+            rows,
+            quoted,
+            status: st,
+            descs,
+            sizes,
+            fallbacks,
+            trace: trace.then_some(tr),
+        }))
+    }
+
+    /// Copies a parsed partition's outputs and fallbacks back.
+    pub fn download(&mut self, p: OnDevice) -> Result<PartitionBuffers, GpuError> {
+        let OnDevice {
+            rows,
+            quoted,
+            status: st,
+            descs,
+            sizes,
+            fallbacks,
+            trace,
+        } = p;
+        let dev = Arc::clone(&self.dev);
+        let dev = &*dev;
+        let plan = Arc::clone(&self.plan);
+        let ncols = plan.ncols();
+        let cap = self.opts.fallbacks;
+        let words = bitmap_words(rows);
         let mut layout = Vec::with_capacity(ncols);
         let mut total_bytes = 0usize;
         for (c, cp) in plan.columns.iter().enumerate() {
@@ -763,7 +833,7 @@ impl<D: Device> Workspace<D> {
             status: st,
             fallbacks,
             columns,
-            trace: trace.then_some(tr),
+            trace,
         })
     }
 }

@@ -64,7 +64,7 @@ impl Default for GpuOptions {
 impl GpuOptions {
     /// Checks the options.
     pub fn validate(&self) -> Result<(), GpuError> {
-        if self.chunk == 0 || self.chunk % 128 != 0 || self.chunk > 1 << 20 {
+        if self.chunk == 0 || !self.chunk.is_multiple_of(128) || self.chunk > 1 << 20 {
             return Err(GpuError::Unsupported(format!(
                 "the chunk size must be a multiple of 128 bytes up to 1 MiB, got {}",
                 self.chunk
