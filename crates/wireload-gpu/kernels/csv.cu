@@ -314,8 +314,9 @@ extern "C" __global__ void __launch_bounds__(256) wl_scan_finish(const ScanArgs 
 // Fields to tapes and spans (both modes)
 // ---------------------------------------------------------------------------------------
 
-__device__ __forceinline__ void wl_report_row(Status* st, u32 row) {
-    atomicMin(&st->error_row, (u64)row);
+// Records an error at field `col` of `row`; the first in input order wins.
+__device__ __forceinline__ void wl_report(Status* st, u32 row, u32 col) {
+    atomicMin(&st->error_at, ((u64)row << 16) | (col < 0xffffu ? col : 0xffffu));
 }
 
 __device__ __forceinline__ void wl_report_pos(Status* st, u32 pos) {
@@ -407,12 +408,12 @@ __device__ void wl_fast_field(const IndexFastArgs& a, const u8* in, u32 s, u32 e
                               u32 col, bool rec) {
     Status* st = (Status*)a.status;
     if (row >= a.rows) {
-        wl_report_row(st, row);
+        wl_report(st, row, col);
         return;
     }
     if (col < a.ncols) {
         // a record that ends before its last column has too few fields
-        if (rec && col + 1 < a.ncols) wl_report_row(st, row);
+        if (rec && col + 1 < a.ncols) wl_report(st, row, col + 1);
         // the first field starts after the empty lines before its record
         if (col == 0)
             while (s < e && wl_is_nl(in[s])) s++;
@@ -420,7 +421,7 @@ __device__ void wl_fast_field(const IndexFastArgs& a, const u8* in, u32 s, u32 e
                        (Fallback*)a.fallbacks, a.fallback_cap);
     } else if (!(col == a.ncols && rec && s == e)) {
         // too many fields (one empty trailing field is allowed)
-        wl_report_row(st, row);
+        wl_report(st, row, a.ncols);
     }
 }
 
@@ -635,7 +636,7 @@ extern "C" __global__ void __launch_bounds__(256) wl_fields_quoted(const FieldsQ
             ok = ls == le;
         }
         if (!ok) {
-            if (c == 0) wl_report_row(st, r);
+            if (c == 0) wl_report(st, r, nf < a.ncols ? nf : a.ncols);
             continue;
         }
         u32 j = first + c;
@@ -902,8 +903,12 @@ __device__ void wl_store_zero(const ColumnDesc& col, u32 row) {
     case WL_TS:
     case WL_F64: ((u64*)col.values)[row] = 0; break;
     case WL_DEC:
-        ((u64*)col.values)[2 * (u64)row] = 0;
-        ((u64*)col.values)[2 * (u64)row + 1] = 0;
+        if (col.precision <= 18) {
+            ((u64*)col.values)[row] = 0;
+        } else {
+            ((u64*)col.values)[2 * (u64)row] = 0;
+            ((u64*)col.values)[2 * (u64)row + 1] = 0;
+        }
         break;
     default: break;
     }
@@ -969,7 +974,10 @@ extern "C" __global__ void __launch_bounds__(256) wl_deserialize(const Deseriali
             case WL_DEC: {
                 u64 lo, hi;
                 ok = wl_parse_dec(t, len, col.precision, col.scale, &lo, &hi);
-                if (ok) {
+                // up to 18 digits travel as 64 bits (the host widens them to 128)
+                if (ok && col.precision <= 18) {
+                    ((u64*)col.values)[row] = lo;
+                } else if (ok) {
                     ((u64*)col.values)[2 * (u64)row] = lo;
                     ((u64*)col.values)[2 * (u64)row + 1] = hi;
                 }
@@ -999,7 +1007,7 @@ extern "C" __global__ void __launch_bounds__(256) wl_deserialize(const Deseriali
             }
         }
         if (active && (state != 0 || !ok)) wl_store_zero(col, row);
-        if (active && state == 1 && !col.nullable) wl_report_row(st, row);
+        if (active && state == 1 && !col.nullable) wl_report(st, row, c);
         bool valid = active && state != 1;
         u32 vb = __ballot_sync(WL_FULL, valid);
         u32 bb = __ballot_sync(WL_FULL, active && state == 0 && ok && bit);
@@ -1117,25 +1125,34 @@ extern "C" __global__ void __launch_bounds__(256) wl_string_gather(const StringA
         if (active) {
             Span sp = spans[row];
             if (sp.len & WL_SPAN_NULL) {
-                if (!col.nullable) wl_report_row(st, row);
+                if (!col.nullable) wl_report(st, row, c);
             } else {
                 valid = true;
                 u32 len = sp.len & WL_SPAN_LEN;
                 u8* dst = values + off[row];
                 u32 src = sp.start;
-                if (sp.len & WL_SPAN_ESCAPED) {
+                // spans come from the fields pass and lie in the input; should one not,
+                // the row is an error rather than a read out of bounds
+                bool inside = src <= a.n && len <= a.n - src;
+                if (inside && (sp.len & WL_SPAN_ESCAPED)) {
                     // a doubled quote stands for one
                     for (u32 o = 0; o < len; o++) {
+                        if (src >= a.n) {
+                            inside = false;
+                            break;
+                        }
                         u8 b = in[src];
                         dst[o] = b;
                         src += (a.d.has_quote && b == a.d.quote) ? 2 : 1;
                     }
-                } else {
+                } else if (inside) {
                     for (u32 o = 0; o < len; o++) dst[o] = in[src + o];
                 }
                 u32 chars;
-                if (!wl_utf8(dst, len, &chars)) {
-                    wl_report_row(st, row);
+                if (!inside) {
+                    wl_report(st, row, c);
+                } else if (!wl_utf8(dst, len, &chars)) {
+                    wl_report(st, row, c);
                 } else if (col.max_chars && chars > col.max_chars) {
                     Fallback f;
                     f.row = row;

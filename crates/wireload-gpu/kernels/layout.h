@@ -103,7 +103,8 @@ struct Fallback {
 
 // Errors and counters of one partition's passes.
 struct Status {
-    u64 error_row;   // first row with a wrong field count, a NULL in a NOT NULL column or bad UTF-8
+    u64 error_at;    // first (row << 16 | column) with a wrong field count (the column of the
+                     // first missing or extra field), a NULL in a NOT NULL column or bad UTF-8
     u64 error_pos;   // first misplaced quote (opening inside a field, or text after a closing one)
     u32 fallbacks;   // fallback entries wanted (more than the list holds when it overflowed)
     u32 pad;
@@ -120,7 +121,8 @@ struct ColumnDesc {
     u32 pad0;
     u32 pad1;
     u64 tape;      // numeric: rows * width bytes
-    u64 values;    // numeric: rows values (BOOL: bit words); strings: the bytes
+    u64 values;    // numeric: rows values (BOOL: bit words; DECIMAL up to precision 18:
+                   // 64-bit); strings: the bytes
     u64 validity;  // one bit per row, in 32-bit words
     u64 spans;     // strings: a Span per row
     u64 offsets;   // strings: rows + 1 i32 offsets (lengths before the scan)
@@ -238,6 +240,8 @@ struct StringArgs {
     u64 fallbacks;
     u32 rows;
     u32 fallback_cap;
+    u32 n;         // bytes of input: no span reaches past them
+    u32 pad;
     KDialect d;
 };
 

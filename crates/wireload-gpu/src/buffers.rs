@@ -61,7 +61,7 @@ impl PartitionBuffers {
     /// Whether the passes flagged an error the CPU loader must name.
     pub fn has_error(&self) -> bool {
         self.unterminated
-            || self.status.error_row != crate::layout::NONE
+            || self.status.error_at != crate::layout::NONE
             || self.status.error_pos != crate::layout::NONE
     }
 
@@ -101,7 +101,7 @@ impl PartitionBuffers {
                 (other.rows, other.quoted, other.unterminated)
             ));
         }
-        let errors = |s: &Status| (s.error_row, s.error_pos);
+        let errors = |s: &Status| (s.error_at, s.error_pos);
         if errors(&self.status) != errors(&other.status) {
             return Some(format!("status {:?} vs {:?}", self.status, other.status));
         }

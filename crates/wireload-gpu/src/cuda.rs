@@ -34,9 +34,11 @@ pub fn preload_nvrtc(dir: &std::path::Path) -> Result<(), GpuError> {
         .map_err(|e| GpuError::NoGpu(format!("cannot read {}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libnvrtc") && !n.contains(".alt."))
+            // shared objects only (a toolkit's lib64 also holds static archives), and not
+            // the wheel's `.alt.` variants
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
+            })
         })
         .collect();
     // the builtins first: libnvrtc opens them by name
@@ -232,7 +234,12 @@ impl CudaDevice {
     /// The process's GPU 0 with the kernels compiled, opened on first use.
     pub fn shared() -> Result<Arc<CudaDevice>, GpuError> {
         SHARED
-            .get_or_init(|| CudaDevice::open(0).map(Arc::new).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                CudaDevice::open(0).map(Arc::new).map_err(|e| match e {
+                    GpuError::NoGpu(why) => why,
+                    e => e.to_string(),
+                })
+            })
             .clone()
             .map_err(GpuError::NoGpu)
     }

@@ -140,8 +140,8 @@ impl Default for Fallback {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Status {
-    /// first row with a structural or value error ([`NONE`]: none)
-    pub error_row: u64,
+    /// the first field with an error: `row << 16 | column` ([`NONE`]: none)
+    pub error_at: u64,
     /// first misplaced quote ([`NONE`]: none)
     pub error_pos: u64,
     /// fallback entries wanted
@@ -150,10 +150,17 @@ pub struct Status {
     pub pad: u32,
 }
 
+impl Status {
+    /// The first field the kernels flagged: (row, column), or None.
+    pub fn first_error(&self) -> Option<(u64, usize)> {
+        (self.error_at != NONE).then_some((self.error_at >> 16, (self.error_at & 0xffff) as usize))
+    }
+}
+
 impl Default for Status {
     fn default() -> Self {
         Status {
-            error_row: NONE,
+            error_at: NONE,
             error_pos: NONE,
             fallbacks: 0,
             pad: 0,
@@ -340,6 +347,8 @@ pub struct StringArgs {
     pub fallbacks: u64,
     pub rows: u32,
     pub fallback_cap: u32,
+    pub n: u32,
+    pub pad: u32,
     pub d: KDialect,
 }
 
@@ -416,8 +425,10 @@ impl Kernel {
 
 /// The kernels' CUDA C++ source, layout header first, as NVRTC compiles it.
 pub fn kernel_source() -> String {
-    let mut s = String::from(include_str!("../kernels/layout.h"));
-    s.push('\n');
+    // `#line` makes NVRTC's messages name the real file and line
+    let mut s = String::from("#line 1 \"layout.h\"\n");
+    s.push_str(include_str!("../kernels/layout.h"));
+    s.push_str("\n#line 1 \"csv.cu\"\n");
     s.push_str(include_str!("../kernels/csv.cu"));
     s
 }

@@ -12,14 +12,15 @@
 use std::sync::Arc;
 
 use arrow::buffer::MutableBuffer;
+use rayon::prelude::*;
 
 use crate::buffers::{ColumnOut, PartitionBuffers, Trace, bitmap_words};
 use crate::device::{Device, launch};
 use crate::error::GpuError;
 use crate::layout::{
     ChunkCount, ColumnDesc, CompactCountArgs, CompactScatterArgs, CountArgs, DeserializeArgs,
-    Fallback, FieldsQuotedArgs, IndexFastArgs, IndexQuotedArgs, Kernel, OffsetsArgs, Pod, ScanArgs,
-    Span, Status, StringArgs, as_bytes, as_bytes_mut, from_bytes, kind,
+    Fallback, FieldsQuotedArgs, IndexFastArgs, IndexQuotedArgs, Kernel, NONE, OffsetsArgs, Pod,
+    ScanArgs, Span, Status, StringArgs, as_bytes, as_bytes_mut, from_bytes, kind,
 };
 use crate::plan::{GpuOptions, PassMode, Plan};
 
@@ -186,6 +187,16 @@ impl<D: Device> Drop for Workspace<D> {
             }
         }
     }
+}
+
+/// 64-bit decimals (as the kernels send them) widened to the 128 bits Arrow stores.
+fn widen_decimals(bytes: &[u8]) -> MutableBuffer {
+    let mut out = MutableBuffer::with_capacity(bytes.len() * 2);
+    for v in bytes.chunks_exact(8) {
+        let v = i64::from_le_bytes(v.try_into().expect("8 bytes")) as i128;
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
 }
 
 fn ceil_div(a: usize, b: usize) -> usize {
@@ -544,7 +555,7 @@ impl<D: Device> Workspace<D> {
                 let vbytes = if cp.kind == kind::BOOL {
                     words * 4
                 } else {
-                    rows * cp.value_size()
+                    rows * cp.device_value_size()
                 };
                 desc.values = b.values.ensure(dev, vbytes)?;
             } else {
@@ -609,6 +620,22 @@ impl<D: Device> Workspace<D> {
                     )?
                 };
             }
+            // A flagged error ends the passes: the rows it is in may have cells and spans
+            // no field was written to (their contents undefined, so not to be read: a
+            // span's garbage offset would send the string pass out of bounds). The CPU
+            // loader names the error.
+            let st: Status = self.get(status, 1)?[0];
+            if st.error_at != NONE || st.error_pos != NONE {
+                return Ok(Parsed::Done(PartitionBuffers {
+                    rows,
+                    quoted,
+                    unterminated: false,
+                    status: st,
+                    fallbacks: Vec::new(),
+                    columns: Vec::new(),
+                    trace: trace.then_some(tr),
+                }));
+            }
             if !plan.numeric.is_empty() {
                 let args = DeserializeArgs {
                     cols: descs_ptr,
@@ -648,6 +675,8 @@ impl<D: Device> Workspace<D> {
                 fallbacks,
                 rows: rows as u32,
                 fallback_cap: cap as u32,
+                n: n as u32,
+                pad: 0,
                 d,
             };
             let tile = dev.block_threads() * PER_THREAD;
@@ -741,7 +770,7 @@ impl<D: Device> Workspace<D> {
                 if cp.kind == kind::BOOL {
                     words * 4
                 } else {
-                    rows * cp.value_size()
+                    rows * cp.device_value_size()
                 }
             } else {
                 let k = plan
@@ -805,12 +834,19 @@ impl<D: Device> Workspace<D> {
         }
         dev.sync(&self.stream)?;
         let out = h_out.as_ref();
+        // the copies out of pinned memory run in parallel, column by column
         let columns = layout
-            .iter()
+            .par_iter()
             .zip(&plan.columns)
             .map(|(&(at, vbytes, wbytes, obytes), cp)| {
-                let mut values = MutableBuffer::with_capacity(vbytes);
-                values.extend_from_slice(&out[at..at + vbytes]);
+                let bytes = &out[at..at + vbytes];
+                let values = if cp.device_value_size() != cp.value_size() {
+                    widen_decimals(bytes)
+                } else {
+                    let mut values = MutableBuffer::with_capacity(vbytes);
+                    values.extend_from_slice(bytes);
+                    values
+                };
                 let offsets = if cp.has_tape() {
                     Vec::new()
                 } else if rows == 0 {

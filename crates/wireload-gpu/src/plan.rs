@@ -98,6 +98,16 @@ pub struct ColumnPlan {
 }
 
 impl ColumnPlan {
+    /// Bytes of one value as the kernels write it: as [`ColumnPlan::value_size`], except
+    /// DECIMALs of up to 18 digits, which travel as 64-bit integers and are widened on the
+    /// host (the device-to-host copy is the end-to-end load's limit on TPC-H).
+    pub fn device_value_size(&self) -> usize {
+        match self.def.ty {
+            SqlType::Decimal { precision, .. } if precision <= 18 => 8,
+            _ => self.value_size(),
+        }
+    }
+
     /// Bytes of one value in the output (0 for BOOLEAN, whose values are bits, and strings).
     pub fn value_size(&self) -> usize {
         match self.kind {

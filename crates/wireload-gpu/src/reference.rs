@@ -8,7 +8,7 @@ use arrow::buffer::MutableBuffer;
 
 use crate::buffers::{ColumnOut, PartitionBuffers, Trace, bitmap_words};
 use crate::layout::{
-    CELL_NULL, CELL_RANGE, ChunkCount, ColumnDesc, Fallback, INVALID, KDialect, MAX_WIDTH,
+    CELL_NULL, CELL_RANGE, ChunkCount, ColumnDesc, Fallback, INVALID, KDialect, MAX_WIDTH, NONE,
     RECORD_BIT, SPAN_ESCAPED, SPAN_LEN, SPAN_NULL, Span, Status, fallback, kind,
 };
 use crate::plan::{GpuOptions, PassMode, Plan};
@@ -25,6 +25,12 @@ fn classify(input: &[u8], i: usize, d: &KDialect) -> (bool, bool, bool) {
         nl(b) && !nl(prev),
         d.has_quote != 0 && b == d.quote,
     )
+}
+
+/// `wl_report`: an error at field `col` of `row`, the first in input order kept.
+fn report(status: &mut Status, row: usize, col: u32) {
+    let key = ((row as u64) << 16) | col.min(0xffff) as u64;
+    status.error_at = status.error_at.min(key);
 }
 
 /// Pass 1: delimiters and quotes of each `chunk`-byte chunk of `input`.
@@ -97,8 +103,8 @@ impl Fallbacks {
 }
 
 impl Sink<'_> {
-    fn report_row(&mut self, row: u32) {
-        self.status.error_row = self.status.error_row.min(row as u64);
+    fn report(&mut self, row: u32, col: u32) {
+        report(&mut self.status, row as usize, col);
     }
 
     fn push(&mut self, f: Fallback) {
@@ -169,10 +175,10 @@ fn index_fast(sink: &mut Sink<'_>, rows: u32) {
         let e = i as u32;
         // wl_fast_field
         if row >= rows {
-            sink.report_row(row);
+            sink.report(row, col);
         } else if col < ncols {
             if r && col + 1 < ncols {
-                sink.report_row(row);
+                sink.report(row, col + 1);
             }
             let mut s = start;
             if col == 0 {
@@ -183,7 +189,7 @@ fn index_fast(sink: &mut Sink<'_>, rows: u32) {
             }
             sink.write_field(col, row, s, e, s, e, false);
         } else if !(col == ncols && r && start == e) {
-            sink.report_row(row);
+            sink.report(row, ncols);
         }
         start = e + 1;
         if r {
@@ -258,7 +264,7 @@ fn fields_quoted(sink: &mut Sink<'_>, index: &[u32], row_end: &[u32]) {
         let nf = last - first + 1;
         let ok = nf == ncols || (nf == ncols + 1 && pos(last - 1) + 1 == pos(last));
         if !ok {
-            sink.report_row(r);
+            sink.report(r, nf.min(ncols));
             continue;
         }
         for c in 0..ncols {
@@ -561,7 +567,7 @@ fn deserialize(
         match cell[0] {
             CELL_NULL => {
                 if desc.nullable == 0 {
-                    status.error_row = status.error_row.min(row as u64);
+                    report(status, row, c);
                 }
                 continue;
             }
@@ -637,7 +643,7 @@ fn strings(
     for (row, sp) in spans.iter().enumerate() {
         if sp.len & SPAN_NULL != 0 {
             if desc.nullable == 0 {
-                status.error_row = status.error_row.min(row as u64);
+                report(status, row, c);
             }
             continue;
         }
@@ -659,7 +665,7 @@ fn strings(
             dst.copy_from_slice(&input[src..src + len]);
         }
         match utf8_chars(dst) {
-            None => status.error_row = status.error_row.min(row as u64),
+            None => report(status, row, c),
             Some(chars) if desc.max_chars != 0 && chars > desc.max_chars => fallbacks.push(
                 status,
                 Fallback {
@@ -757,6 +763,25 @@ pub fn run(input: &[u8], plan: &Plan, opts: &GpuOptions, trace: bool) -> Partiti
         mut fallbacks,
         ..
     } = sink;
+    if status.error_at != NONE || status.error_pos != NONE {
+        // a flagged error ends the passes (see `Workspace::parse`)
+        if trace {
+            tr.counts = counts;
+            tr.prefix = prefix;
+            tr.index = index;
+            tr.compacted = compacted;
+            tr.row_end = row_end;
+        }
+        return PartitionBuffers {
+            rows,
+            quoted,
+            unterminated: false,
+            status,
+            fallbacks: Vec::new(),
+            columns: Vec::new(),
+            trace: trace.then_some(tr),
+        };
+    }
     let columns = plan
         .columns
         .iter()

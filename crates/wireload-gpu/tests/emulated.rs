@@ -162,8 +162,17 @@ fn errors_are_flagged_where_the_reference_flags_them() {
             r.unterminated
         );
         if data == b"1,2\n3\n" {
-            assert_eq!(r.status.error_row, 1);
+            // row 1 lacks its second field
+            assert_eq!(r.status.first_error(), Some((1, 1)));
             assert_eq!(r.status.error_pos, NONE);
+        }
+        if data == b"1,2\n3,4,5\n" {
+            // row 1's third field is one too many
+            assert_eq!(r.status.first_error(), Some((1, 2)));
+        }
+        if data == b"1,2\n,4\n" {
+            // NULL in NOT NULL column 0 of row 1
+            assert_eq!(r.status.first_error(), Some((1, 0)));
         }
     }
 }

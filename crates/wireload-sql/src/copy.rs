@@ -4,7 +4,8 @@
 //!
 //! Both PostgreSQL forms are accepted: the option list `WITH (FORMAT csv, DELIMITER '|')`
 //! and the older keyword form `DELIMITER '|' CSV HEADER`. Formats: `csv` (default), `arrow`
-//! (Arrow IPC file) and `parquet`.
+//! (Arrow IPC file) and `parquet`. A CSV load runs on the CPU loader (`ENGINE cpu`, the
+//! default) or on an NVIDIA GPU (`ENGINE gpu`).
 
 use datafusion::sql::sqlparser::tokenizer::Token;
 use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode};
@@ -36,11 +37,27 @@ pub struct CopyFrom {
     pub format: InputFormat,
 }
 
+/// Which loader runs a CSV load (`ENGINE cpu|gpu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The parallel CPU loader (every option applies).
+    #[default]
+    Cpu,
+    /// The GPU loader (`wireload_gpu`); of the [`LoadOptions`] it uses the dialect and the
+    /// thread count (the host pool it runs on).
+    Gpu,
+}
+
 /// The format of a file to load.
 #[derive(Debug, Clone)]
 pub enum InputFormat {
-    /// CSV with these options.
-    Csv(LoadOptions),
+    /// CSV with these options, loaded by `engine`.
+    Csv {
+        /// dialect, scan mode, merge, chunk size, threads
+        options: LoadOptions,
+        /// the loader that runs it
+        engine: Engine,
+    },
     /// An Arrow IPC file.
     Arrow {
         /// worker threads (None: the database's)
@@ -234,13 +251,14 @@ struct OptionSet {
     threads: Option<OptionValue>,
     encoding: Option<OptionValue>,
     compression: Option<OptionValue>,
+    engine: Option<OptionValue>,
 }
 
 const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
-     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION";
+     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE";
 
 /// Options that only CSV reads or writes.
-const CSV_OPTIONS: [&str; 8] = [
+const CSV_OPTIONS: [&str; 9] = [
     "delimiter",
     "header",
     "null",
@@ -249,6 +267,7 @@ const CSV_OPTIONS: [&str; 8] = [
     "mode",
     "chunk_size",
     "encoding",
+    "engine",
 ];
 
 /// The file formats COPY knows.
@@ -281,6 +300,7 @@ impl OptionSet {
             "threads" => &mut self.threads,
             "encoding" => &mut self.encoding,
             "compression" => &mut self.compression,
+            "engine" => &mut self.engine,
             "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(unsupported(&format!(
@@ -357,6 +377,20 @@ impl OptionSet {
             .transpose()
     }
 
+    fn engine(&self) -> Result<Engine, SqlError> {
+        let Some(e) = &self.engine else {
+            return Ok(Engine::Cpu);
+        };
+        match e.text.to_ascii_lowercase().as_str() {
+            "cpu" => Ok(Engine::Cpu),
+            "gpu" => Ok(Engine::Gpu),
+            _ => Err(unsupported(&format!(
+                "COPY ENGINE must be cpu or gpu, got {}",
+                e.text
+            ))),
+        }
+    }
+
     fn dialect(&self) -> Result<Dialect, SqlError> {
         if let Some(e) = &self.encoding {
             let enc = e.text.to_ascii_lowercase().replace(['-', '_'], "");
@@ -422,6 +456,32 @@ impl OptionSet {
             }
             Format::Csv => {}
         }
+        let engine = self.engine()?;
+        if engine == Engine::Gpu {
+            for (given, name, why) in [
+                (
+                    &self.mode,
+                    "MODE",
+                    "ENGINE gpu always reads RFC 4180 quoting, newlines in quotes included",
+                ),
+                (
+                    &self.merge,
+                    "MERGE",
+                    "ENGINE gpu appends what it loaded in one step",
+                ),
+                (
+                    &self.chunk_size,
+                    "CHUNK_SIZE",
+                    "ENGINE gpu cuts the input into partitions of its own",
+                ),
+            ] {
+                if given.is_some() {
+                    return Err(unsupported(&format!(
+                        "COPY option {name} applies to ENGINE cpu: {why}"
+                    )));
+                }
+            }
+        }
         let mut opts = LoadOptions {
             dialect: self.dialect()?,
             threads: self.threads()?,
@@ -442,7 +502,10 @@ impl OptionSet {
         if let Some(s) = &self.chunk_size {
             opts.chunk_size = Some(parse_size(&s.text)?);
         }
-        Ok(InputFormat::Csv(opts))
+        Ok(InputFormat::Csv {
+            options: opts,
+            engine,
+        })
     }
 
     fn into_output_format(self) -> Result<OutputFormat, SqlError> {
@@ -451,6 +514,7 @@ impl OptionSet {
             (&self.mode, "MODE"),
             (&self.merge, "MERGE"),
             (&self.chunk_size, "CHUNK_SIZE"),
+            (&self.engine, "ENGINE"),
         ] {
             if given.is_some() {
                 return Err(unsupported(&format!(
@@ -646,6 +710,7 @@ mod tests {
         columns: Option<Vec<String>>,
         path: String,
         options: LoadOptions,
+        engine: Engine,
     }
 
     fn parse_any(sql: &str) -> Result<CopyStatement, SqlError> {
@@ -659,12 +724,13 @@ mod tests {
                 table,
                 columns,
                 path,
-                format: InputFormat::Csv(options),
+                format: InputFormat::Csv { options, engine },
             }) => Ok(CsvFrom {
                 table,
                 columns,
                 path,
                 options,
+                engine,
             }),
             other => panic!("not a CSV COPY FROM: {other:?}"),
         }
@@ -692,6 +758,86 @@ mod tests {
         assert_eq!(c.options.merge, MergeStrategy::Chunk);
         assert_eq!(c.options.chunk_size, None);
         assert_eq!(c.options.threads, None);
+        assert_eq!(c.engine, Engine::Cpu);
+    }
+
+    #[test]
+    fn engine_option() {
+        let engine = |sql: &str| parse(sql).unwrap().engine;
+        assert_eq!(engine("COPY t FROM 'f' WITH (FORMAT csv)"), Engine::Cpu);
+        assert_eq!(engine("COPY t FROM 'f' WITH (ENGINE cpu)"), Engine::Cpu);
+        assert_eq!(engine("COPY t FROM 'f' WITH (ENGINE gpu)"), Engine::Gpu);
+        assert_eq!(engine("COPY t FROM 'f' WITH (engine GPU)"), Engine::Gpu);
+        assert_eq!(engine("COPY t FROM 'f' (ENGINE 'Gpu')"), Engine::Gpu);
+        assert_eq!(
+            engine("COPY t FROM 'f' (ENGINE CPU, MODE fast)"),
+            Engine::Cpu
+        );
+        // the legacy keyword form takes it too
+        assert_eq!(
+            engine("COPY t FROM 'f' DELIMITER '|' CSV ENGINE gpu"),
+            Engine::Gpu
+        );
+        // the dialect and THREADS apply to ENGINE gpu
+        let c = parse(
+            "COPY t FROM 'f' WITH (FORMAT csv, DELIMITER '|', HEADER, NULL 'NA', QUOTE '''', \
+             ESCAPE '\\', THREADS 3, ENGINE gpu)",
+        )
+        .unwrap();
+        assert_eq!(c.engine, Engine::Gpu);
+        let d = &c.options.dialect;
+        assert_eq!(
+            (d.delimiter, d.header, d.null.as_slice(), d.quote, d.escape),
+            (b'|', true, &b"NA"[..], Some(b'\''), Some(b'\\'))
+        );
+        assert_eq!(c.options.threads, Some(3));
+    }
+
+    #[test]
+    fn engine_errors_are_clear() {
+        let msg = err("COPY t FROM 'f' WITH (ENGINE tpu)");
+        assert_eq!(msg, "COPY ENGINE must be cpu or gpu, got tpu");
+        assert!(err("COPY t FROM 'f' WITH (ENGINE)").contains("ENGINE needs a value"));
+        assert!(err("COPY t FROM 'f' WITH (ENGINE gpu, ENGINE cpu)").contains("more than once"));
+        assert_eq!(
+            err("COPY t FROM 'f' WITH (ENGINE gpu, MODE safe)"),
+            "COPY option MODE applies to ENGINE cpu: ENGINE gpu always reads RFC 4180 quoting, \
+             newlines in quotes included"
+        );
+        assert_eq!(
+            err("COPY t FROM 'f' WITH (MODE fast, ENGINE GPU)"),
+            "COPY option MODE applies to ENGINE cpu: ENGINE gpu always reads RFC 4180 quoting, \
+             newlines in quotes included"
+        );
+        assert!(
+            err("COPY t FROM 'f' WITH (ENGINE gpu, MERGE copy)")
+                .starts_with("COPY option MERGE applies to ENGINE cpu: ")
+        );
+        assert!(
+            err("COPY t FROM 'f' WITH (ENGINE gpu, CHUNK_SIZE '4MB')")
+                .starts_with("COPY option CHUNK_SIZE applies to ENGINE cpu: ")
+        );
+        assert!(
+            err("COPY t FROM 'f' CSV ENGINE gpu MODE fast")
+                .starts_with("COPY option MODE applies to ENGINE cpu")
+        );
+        assert_eq!(
+            err("COPY t FROM 'f.arrow' WITH (FORMAT arrow, ENGINE gpu)"),
+            "COPY option ENGINE applies to FORMAT csv only"
+        );
+        assert_eq!(
+            err("COPY t FROM 'f.parquet' WITH (FORMAT parquet, ENGINE cpu)"),
+            "COPY option ENGINE applies to FORMAT csv only"
+        );
+        assert_eq!(
+            err("COPY t TO 'f' WITH (ENGINE gpu)"),
+            "COPY option ENGINE applies to COPY ... FROM only"
+        );
+        assert_eq!(
+            err("COPY (SELECT 1) TO 'f' WITH (FORMAT arrow, ENGINE cpu)"),
+            "COPY option ENGINE applies to COPY ... FROM only"
+        );
+        assert!(err("COPY t FROM 'f' WITH (BOGUS 1)").contains("COMPRESSION, ENGINE)"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! SQL over wireload tables: an embedded DataFusion session whose tables are wireload
 //! snapshots, plus wireload's own statements (`CREATE TABLE ... PARTITION BY`,
-//! `DROP TABLE`, PostgreSQL-style `COPY ... FROM`).
+//! `DROP TABLE`, PostgreSQL-style `COPY ... FROM`, on the CPU loader or, with
+//! `ENGINE gpu`, on the GPU loader of `wireload_gpu`).
 #![deny(missing_docs)]
 // `SqlError` carries a `LoadError` and a `DataFusionError` by value (the public API), so
 // every `Result<_, SqlError>` is large; statements are not a hot path.
@@ -24,13 +25,14 @@ use arrow::record_batch::RecordBatch;
 use datafusion::common::config::Dialect as SqlDialect;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use wireload_load::{LoadControl, LoadOptions, LoadReport, Source};
+use wireload_gpu::{GpuError, GpuOptions, GpuReport};
+use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
 use wireload_storage::{Catalog, StorageError, Table};
 
 pub use provider::{CatalogSchema, SnapshotTable};
 pub use scan::SnapshotScanExec;
 
-use crate::copy::{CopyFrom, CopySource, CopyStatement, CopyTo, InputFormat};
+use crate::copy::{CopyFrom, CopySource, CopyStatement, CopyTo, Engine, InputFormat};
 use crate::tokens::{StatementText, is_keyword};
 use crate::unload::BinaryFormat;
 
@@ -53,6 +55,16 @@ pub enum SqlError {
         table: String,
         /// why
         error: wireload_load::LoadError,
+    },
+    /// A GPU load (`ENGINE gpu`) failed for a reason of its own (no GPU, a CUDA error, input
+    /// it cannot load); the table is unchanged. Errors in the input are [`SqlError::Load`],
+    /// exactly as the CPU loader reports them.
+    #[error("{error}\ntable \"{table}\" is unchanged")]
+    Gpu {
+        /// table that was being loaded
+        table: String,
+        /// why
+        error: GpuError,
     },
     /// Catalog errors (table exists, no such table...).
     #[error(transparent)]
@@ -239,6 +251,32 @@ impl Database {
         self.run_blocking(None, move || {
             wireload_load::load_into(&target, &source, &options, &ctl)
                 .map_err(|error| SqlError::Load { table: name, error })
+        })
+        .await
+    }
+
+    /// Loads the CSV `source` in `dialect` into table `table` on the GPU (the emulator when
+    /// `WIRELOAD_GPU=emulate`), off the async runtime; the host side runs on the database's
+    /// load threads (or a pool of `threads`). Without a GPU this fails with
+    /// [`SqlError::Gpu`] holding [`GpuError::NoGpu`]; errors in the input are
+    /// [`SqlError::Load`], as the CPU loader reports them. On any error the table is unchanged.
+    pub async fn load_gpu(
+        &self,
+        table: &str,
+        source: Source,
+        dialect: Dialect,
+        threads: Option<usize>,
+        ctl: &LoadControl,
+    ) -> Result<GpuReport, SqlError> {
+        let target = self.table(table)?;
+        let name = target.name().to_string();
+        let ctl = ctl.clone();
+        self.run_blocking(threads, move || {
+            wireload_gpu::load_into(&target, &source, &dialect, &GpuOptions::default(), &ctl)
+                .map_err(|error| match error {
+                    GpuError::Load(error) => SqlError::Load { table: name, error },
+                    error => SqlError::Gpu { table: name, error },
+                })
         })
         .await
     }
@@ -439,9 +477,15 @@ impl Database {
             }
         }
         let (format, threads) = match copy.format {
-            InputFormat::Csv(options) => {
+            InputFormat::Csv { options, engine } => {
                 let source = Source::File(PathBuf::from(&copy.path));
-                return self.load(&copy.table, source, options, ctl).await;
+                return match engine {
+                    Engine::Cpu => self.load(&copy.table, source, options, ctl).await,
+                    Engine::Gpu => self
+                        .load_gpu(&copy.table, source, options.dialect, options.threads, ctl)
+                        .await
+                        .map(|report| report.load),
+                };
             }
             InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
             InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),

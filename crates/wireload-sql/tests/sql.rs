@@ -581,6 +581,90 @@ async fn failed_copy_leaves_the_table_unchanged() {
     );
 }
 
+/// `ENGINE gpu` without a GPU (CI has none) fails naming what it needs and leaves the table
+/// as it was; where a GPU is present (or `WIRELOAD_GPU=emulate` is set) the load must give
+/// exactly what the CPU loader gives.
+#[tokio::test]
+async fn copy_engine_gpu_without_a_gpu_leaves_the_table_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(2);
+    run(
+        &db,
+        "CREATE TABLE t (id INT, name VARCHAR(20), price DECIMAL(8,2), d DATE);
+         CREATE TABLE cpu (id INT, name VARCHAR(20), price DECIMAL(8,2), d DATE)",
+    )
+    .await
+    .unwrap();
+    let first = file(
+        dir.path(),
+        "first.csv",
+        "1,a,1.50,2024-01-02\n2,b,,2024-02-29\n",
+    );
+    run(&db, &format!("COPY t FROM {first}")).await.unwrap();
+    let before = query(&db, "SELECT * FROM t ORDER BY id").await;
+    let version = db.catalog().table("t").unwrap().snapshot().number;
+    let more = file(
+        dir.path(),
+        "more.csv",
+        "3,\"x, \"\"y\"\"\n z\",12.25,1999-12-31\n4,,-0.05,\n",
+    );
+    let copy = format!("COPY t FROM {more} WITH (FORMAT csv, ENGINE gpu, THREADS 1)");
+    match run(&db, &copy).await {
+        Err(err) => {
+            let msg = err.to_string();
+            assert!(
+                matches!(
+                    err,
+                    SqlError::Gpu { ref table, error: wireload_gpu::GpuError::NoGpu(_) }
+                        if table == "t"
+                ),
+                "{err:?}"
+            );
+            assert!(
+                msg.starts_with("ENGINE gpu needs an NVIDIA GPU with its CUDA driver and NVRTC: "),
+                "{msg}"
+            );
+            assert!(msg.ends_with("\ntable \"t\" is unchanged"), "{msg}");
+            assert_eq!(query(&db, "SELECT * FROM t ORDER BY id").await, before);
+            assert_eq!(
+                query(&db, "SELECT count(*) FROM t").await,
+                vec![srow(&["2"])]
+            );
+            assert_eq!(
+                db.catalog().table("t").unwrap().snapshot().number,
+                version,
+                "nothing was published"
+            );
+        }
+        Ok(out) => {
+            // a GPU (or the emulator) loaded it: the rows must be the CPU loader's
+            assert!(
+                matches!(out.as_slice(), [StatementOutput::Loaded(r)] if r.rows == 2),
+                "{out:?}"
+            );
+            run(&db, &format!("COPY cpu FROM {first}; COPY cpu FROM {more}"))
+                .await
+                .unwrap();
+            let want = query(&db, "SELECT * FROM cpu ORDER BY id").await;
+            assert_eq!(want.len(), 4);
+            assert_eq!(query(&db, "SELECT * FROM t ORDER BY id").await, want);
+        }
+    }
+    // options the GPU loader does not take are refused before anything runs
+    let msg = fail(
+        &db,
+        &format!("COPY t FROM {more} WITH (ENGINE gpu, MODE fast)"),
+    )
+    .await;
+    assert_eq!(
+        msg,
+        "COPY option MODE applies to ENGINE cpu: ENGINE gpu always reads RFC 4180 quoting, \
+         newlines in quotes included"
+    );
+    let msg = fail(&db, &format!("COPY t FROM {more} WITH (ENGINE fpga)")).await;
+    assert!(msg.contains("cpu or gpu"), "{msg}");
+}
+
 #[tokio::test]
 async fn copy_statement_errors() {
     let dir = tempfile::tempdir().unwrap();

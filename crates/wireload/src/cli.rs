@@ -68,6 +68,26 @@ impl ModeArg {
     }
 }
 
+/// The loader of the tables' CSV files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// The parallel CPU loader (the default).
+    Cpu,
+    /// The GPU loader: needs an NVIDIA GPU with its CUDA driver and NVRTC
+    /// (WIRELOAD_GPU=emulate runs its kernels on a slow CPU emulator instead).
+    Gpu,
+}
+
+impl EngineArg {
+    /// The COPY option value.
+    pub fn as_sql(self) -> &'static str {
+        match self {
+            EngineArg::Cpu => "cpu",
+            EngineArg::Gpu => "gpu",
+        }
+    }
+}
+
 /// A `--table NAME=PATH` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableArg {
@@ -117,9 +137,12 @@ pub struct SqlArgs {
     /// The string that stands for NULL when unquoted (default: the empty string).
     #[arg(long, value_name = "STRING", allow_hyphen_values = true)]
     pub null: Option<String>,
-    /// Chunk scan mode.
+    /// Chunk scan mode (--engine cpu only).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// The loader: the CPU loader (default) or the GPU loader.
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineArg>,
     /// Output format of the result.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
@@ -259,6 +282,8 @@ mod tests {
             "json",
             "--threads",
             "2",
+            "--engine",
+            "gpu",
             "select 1",
         ])
         .unwrap();
@@ -276,6 +301,8 @@ mod tests {
         assert_eq!(args.escape.as_deref(), Some(""));
         assert_eq!(args.header_flag(), Some(true));
         assert_eq!(args.format, OutputFormat::Json);
+        assert_eq!(args.engine, Some(EngineArg::Gpu));
+        assert_eq!(args.engine.map(EngineArg::as_sql), Some("gpu"));
         assert_eq!(args.sql, "select 1");
     }
 
@@ -295,6 +322,7 @@ mod tests {
             .is_err()
         );
         assert!(parse(&["sql", "--table", "t=a", "--format", "xml", "select 1"]).is_err());
+        assert!(parse(&["sql", "--table", "t=a", "--engine", "tpu", "select 1"]).is_err());
         assert!(parse(&["--threads", "0"]).is_err());
     }
 

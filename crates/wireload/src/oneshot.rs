@@ -50,6 +50,7 @@ pub fn copy_options(args: &SqlArgs) -> Result<CopyOptions> {
         header: args.header_flag(),
         null: args.null.clone(),
         mode: args.mode.map(|m| m.as_sql()),
+        engine: args.engine.map(|e| e.as_sql()),
     })
 }
 

@@ -18,6 +18,8 @@ pub struct CopyOptions {
     pub null: Option<String>,
     /// Scan mode, `safe` or `fast`.
     pub mode: Option<&'static str>,
+    /// The loader, `cpu` or `gpu`.
+    pub engine: Option<&'static str>,
 }
 
 /// `"name"` with embedded double quotes doubled.
@@ -110,6 +112,9 @@ pub fn copy_from(table: &str, path: &Path, opts: &CopyOptions) -> String {
     if let Some(m) = opts.mode {
         with.push(format!("MODE {m}"));
     }
+    if let Some(e) = opts.engine {
+        with.push(format!("ENGINE {e}"));
+    }
     format!(
         "COPY {} FROM {} WITH ({})",
         table_ident(table),
@@ -144,11 +149,12 @@ mod tests {
             header: Some(true),
             null: Some("\\N".into()),
             mode: Some("fast"),
+            engine: Some("gpu"),
         };
         assert_eq!(
             copy_from("t", Path::new("/d/o'k.csv"), &opts),
             "COPY \"t\" FROM '/d/o''k.csv' WITH (FORMAT csv, DELIMITER '|', HEADER true, NULL '\\N', \
-             QUOTE '''', ESCAPE '', MODE fast)"
+             QUOTE '''', ESCAPE '', MODE fast, ENGINE gpu)"
         );
         assert_eq!(
             copy_from("t", Path::new("x.tbl"), &CopyOptions::default()),

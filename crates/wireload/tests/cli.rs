@@ -275,6 +275,137 @@ fn bad_value_fails_naming_file_line_and_column() {
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
 
+/// Quoted fields holding the delimiter, doubled quotes and newlines (LF and CRLF), NULLs
+/// in every column, a DECIMAL, a DATE and a VARCHAR.
+const MIXED: &str = "1,\"a, b\",12.50,2024-01-02\n\
+2,,-0.05,\n\
+3,\"line one\nline \"\"two\"\"\",,1999-12-31\n\
+4,\"x\r\ny,z\",1000.00,2000-02-29\n\
+,plain,0.01,1970-01-01\n";
+const MIXED_SCHEMA: &str = "id INT, name VARCHAR, price DECIMAL(10,2), d DATE";
+const MIXED_JSON: &str = "[null,\"plain\",0.01,\"1970-01-01\"]\n\
+[1,\"a, b\",12.50,\"2024-01-02\"]\n\
+[2,null,-0.05,null]\n\
+[3,\"line one\\nline \\\"two\\\"\",null,\"1999-12-31\"]\n\
+[4,\"x\\r\\ny,z\",1000.00,\"2000-02-29\"]\n";
+const MIXED_QUERY: &str = "SELECT id, name, price, d FROM t ORDER BY id NULLS FIRST";
+
+/// `wireload sql --engine <engine>` over `data` with `schema`, JSON output; `emulate` runs
+/// the GPU kernels on the CPU emulator. The environment variable is never inherited.
+fn engine_run(engine: &str, emulate: bool, data: &Path, schema: &str, sql: &str) -> Output {
+    let mut cmd = wireload();
+    cmd.env_remove("WIRELOAD_GPU");
+    if emulate {
+        cmd.env("WIRELOAD_GPU", "emulate");
+    }
+    cmd.args(["sql", "--engine", engine, "--table", &table_arg("t", data)])
+        .args(["--schema", schema, "--format", "json", sql])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn engine_gpu_without_a_gpu_fails_and_loads_nothing() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "mixed.csv", MIXED);
+    let out = engine_run("gpu", false, &data, MIXED_SCHEMA, MIXED_QUERY);
+    if out.status.success() {
+        // this machine has a GPU: it must load what the CPU loader loads
+        assert_eq!(stdout(&out), MIXED_JSON, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("loaded 5 rows into t"),
+            "{}",
+            stderr(&out)
+        );
+        return;
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains("ENGINE gpu needs an NVIDIA GPU with its CUDA driver and NVRTC: "),
+        "{err}"
+    );
+    assert!(err.contains("table \"t\" is unchanged"), "{err}");
+    assert!(!err.contains("loaded"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
+#[test]
+fn engine_gpu_emulated_gives_the_cpu_result() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "mixed.csv", MIXED);
+    let cpu = engine_run("cpu", false, &data, MIXED_SCHEMA, MIXED_QUERY);
+    assert!(cpu.status.success(), "{}", stderr(&cpu));
+    assert_eq!(stdout(&cpu), MIXED_JSON);
+    let gpu = engine_run("gpu", true, &data, MIXED_SCHEMA, MIXED_QUERY);
+    assert!(gpu.status.success(), "{}", stderr(&gpu));
+    assert_eq!(stdout(&gpu), stdout(&cpu));
+    assert!(
+        stderr(&gpu).contains("loaded 5 rows into t"),
+        "{}",
+        stderr(&gpu)
+    );
+    // COPY in the statements, THREADS included, and a header line
+    let headed = file(&dir, "headed.csv", &format!("id,name,price,d\n{MIXED}"));
+    let gpu = engine_run(
+        "cpu",
+        true,
+        &data,
+        MIXED_SCHEMA,
+        &format!(
+            "COPY t FROM '{}' WITH (FORMAT csv, HEADER, ENGINE gpu, THREADS 1); \
+             SELECT count(*), count(name), sum(price), min(d) FROM t",
+            headed.display()
+        ),
+    );
+    assert!(gpu.status.success(), "{}", stderr(&gpu));
+    assert_eq!(stdout(&gpu), "[10,8,2024.92,\"1970-01-01\"]\n");
+}
+
+#[test]
+fn engine_gpu_emulated_reports_bad_values_as_the_cpu_loader_does() {
+    let dir = TempDir::new().unwrap();
+    let data = file(
+        &dir,
+        "bad.csv",
+        "1,\"a,\nb\",1.00,2024-01-01\n2,c,2.00,2024-01-02\n3,d,3.00,2024-02-30\n",
+    );
+    let cpu = engine_run("cpu", false, &data, MIXED_SCHEMA, "SELECT count(*) FROM t");
+    let gpu = engine_run("gpu", true, &data, MIXED_SCHEMA, "SELECT count(*) FROM t");
+    assert!(!cpu.status.success() && !gpu.status.success());
+    let err = stderr(&cpu);
+    assert!(
+        err.contains("bad.csv: line 4, column 4 (d), byte 54"),
+        "{err}"
+    );
+    assert!(err.contains("2024-02-30"), "{err}");
+    assert!(err.contains("table \"t\" is unchanged"), "{err}");
+    assert_eq!(stderr(&gpu), err);
+    assert!(stdout(&gpu).is_empty(), "{}", stdout(&gpu));
+}
+
+#[test]
+fn engine_gpu_rejects_mode() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "x.csv", "1\n");
+    let out = wireload()
+        .env("WIRELOAD_GPU", "emulate")
+        .args(["sql", "--engine", "gpu", "--mode", "fast"])
+        .args(["--table", &table_arg("t", &data), "--schema", "a INT"])
+        .arg("SELECT 1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "COPY option MODE applies to ENGINE cpu: ENGINE gpu always reads RFC 4180 quoting, \
+             newlines in quotes included"
+        ),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
 #[test]
 fn missing_schema_is_an_error() {
     let dir = TempDir::new().unwrap();

@@ -8,6 +8,7 @@ use arrow::array::{Array, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
+#[allow(unused_imports)]
 pub use wireload_gpu::check::{Case, Gen, case};
 use wireload_load::{LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Catalog, Partitioning, Table, TableDef};

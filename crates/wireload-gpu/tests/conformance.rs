@@ -1,0 +1,139 @@
+//! The public CSV conformance suite (`shared/conformance`, beside the repository) through
+//! the GPU engine: for every case the engine reads (all but the distinct-escape dialects,
+//! which it refuses by name), the GPU load equals the CPU loader's, rows or error. The
+//! SQL test suite checks the CPU loader against the cases' expectations.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use wireload_gpu::{
+    Emulator, GpuError, GpuOptions, PassMode, Plan, load_into_on, load_into_reference,
+};
+use wireload_load::{Dialect, LoadControl, LoadOptions, Source, load_into};
+use wireload_types::TableSchema;
+
+/// Where CI puts the suite: `shared/` is cloned beside the repository.
+const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance");
+
+/// The case's dialect (the line terminator is detected by the loaders).
+fn dialect_of(case: &Value) -> Dialect {
+    let d = &case["dialect"];
+    let byte = |key: &str| -> Option<u8> {
+        d.get(key)
+            .and_then(Value::as_str)
+            .and_then(|s| s.as_bytes().first().copied())
+    };
+    let quote = byte("quote");
+    Dialect {
+        delimiter: byte("delimiter").unwrap_or(b','),
+        quote,
+        escape: match d.get("escape").and_then(Value::as_str) {
+            Some(s) => s.as_bytes().first().copied(),
+            None => quote,
+        },
+        header: d.get("header").and_then(Value::as_bool).unwrap_or(false),
+        null: Vec::new(),
+    }
+}
+
+/// The case's columns: its schema, or VARCHAR columns named from the header.
+fn schema_of(case: &Value, input: &Path, dialect: &Dialect) -> String {
+    if let Some(s) = case.get("schema").and_then(Value::as_str) {
+        return s.to_string();
+    }
+    let names = wireload_load::header_names(&Source::File(input.to_path_buf()), dialect)
+        .unwrap_or_default();
+    let n = names.len().max(1);
+    (1..=n)
+        .map(|i| format!("c{i} VARCHAR"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+type Loaded = Result<Vec<Vec<Option<String>>>, String>;
+
+fn cpu(schema: &str, src: &Source, d: &Dialect) -> Loaded {
+    let t = common::table(schema);
+    let opts = LoadOptions {
+        dialect: d.clone(),
+        ..LoadOptions::default()
+    };
+    load_into(&t, src, &opts, &LoadControl::default()).map_err(|e| e.to_string())?;
+    Ok(common::rows(&t))
+}
+
+fn gpu(schema: &str, src: &Source, d: &Dialect, opts: &GpuOptions, emulated: bool) -> Loaded {
+    let t = common::table(schema);
+    let ctl = LoadControl::default();
+    let r = if emulated {
+        load_into_on(&Arc::new(Emulator::new(32)), &t, src, d, opts, &ctl)
+    } else {
+        load_into_reference(&t, src, d, opts, &ctl)
+    };
+    r.map_err(|e| e.to_string())?;
+    Ok(common::rows(&t))
+}
+
+#[test]
+fn gpu_loads_of_the_conformance_suite_equal_cpu_loads() {
+    let dir = PathBuf::from(SUITE);
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("csv/manifest.json"))
+            .expect("../shared/conformance beside the repository (as CI has it)"),
+    )
+    .unwrap();
+    let (mut compared, mut refused) = (0, 0);
+    for case in manifest["cases"].as_array().unwrap() {
+        let id = case["id"].as_str().unwrap();
+        let input = dir.join(case["input"].as_str().unwrap());
+        let d = dialect_of(case);
+        let schema = schema_of(case, &input, &d);
+        let columns = TableSchema::parse(&schema).unwrap().columns;
+        if d.has_distinct_escape() {
+            // backslash-style escapes: refused up front, naming the option
+            let e = Plan::new(&columns, &d).unwrap_err();
+            assert!(
+                matches!(e, GpuError::Unsupported(_)) && e.to_string().contains("ESCAPE"),
+                "{id}: {e}"
+            );
+            refused += 1;
+            continue;
+        }
+        let src = Source::File(input.clone());
+        let want = cpu(&schema, &src, &d);
+        for (opts, emulated) in [
+            (GpuOptions::default(), false),
+            (
+                GpuOptions {
+                    partition: 7,
+                    chunk: 128,
+                    mode: PassMode::Quoted,
+                    ..GpuOptions::default()
+                },
+                false,
+            ),
+            (
+                GpuOptions {
+                    partition: 64,
+                    chunk: 128,
+                    ..GpuOptions::default()
+                },
+                true,
+            ),
+        ] {
+            assert_eq!(
+                gpu(&schema, &src, &d, &opts, emulated),
+                want,
+                "{id} ({opts:?}, emulated {emulated})"
+            );
+        }
+        compared += 1;
+    }
+    assert!(
+        compared > 120 && refused >= 3,
+        "{compared} compared, {refused} refused"
+    );
+}
