@@ -72,6 +72,20 @@ pub trait Runner {
     fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError>;
 }
 
+impl<D: Device> Runner for crate::passes::Pooled<'_, D> {
+    fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
+        self.get().staging(n)
+    }
+
+    fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError> {
+        let r = Runner::parse(self.get(), n);
+        if r.is_err() {
+            self.discard();
+        }
+        r
+    }
+}
+
 impl<D: Device> Runner for Workspace<D> {
     fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
         self.staging(n)
@@ -207,6 +221,28 @@ pub fn load_into_on<D: Device>(
         ctl,
         &dev.describe(),
         &|plan| Workspace::new(Arc::clone(dev), plan, opts),
+    )
+}
+
+/// Loads `source` into `table` on the device of `pool`, with workspaces from `pool`
+/// (their buffers reused from earlier loads), and publishes the new version; on any error
+/// the table is unchanged.
+pub fn load_into_pooled<D: Device>(
+    pool: &crate::passes::WorkspacePool<D>,
+    table: &Table,
+    source: &Source,
+    dialect: &Dialect,
+    opts: &GpuOptions,
+    ctl: &LoadControl,
+) -> Result<GpuReport, GpuError> {
+    load_with(
+        table,
+        source,
+        dialect,
+        opts,
+        ctl,
+        &pool.device().describe(),
+        &|plan| pool.take(plan, opts),
     )
 }
 

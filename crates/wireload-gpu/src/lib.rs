@@ -53,9 +53,9 @@ use std::sync::Arc;
 pub use buffers::PartitionBuffers;
 pub use device::Device;
 pub use emulator::Emulator;
-pub use engine::{GpuReport, load_into_on, load_into_reference};
+pub use engine::{GpuReport, load_into_on, load_into_pooled, load_into_reference};
 pub use error::GpuError;
-pub use passes::Workspace;
+pub use passes::{Workspace, WorkspacePool};
 pub use plan::{GpuOptions, PassMode, Plan};
 use wireload_load::{Dialect, LoadControl, Source};
 use wireload_storage::Table;
@@ -86,8 +86,12 @@ pub fn load_into(
     }
     #[cfg(feature = "cuda")]
     {
+        // the process's GPU, with its workspaces kept between loads
+        static POOL: std::sync::OnceLock<WorkspacePool<cuda::CudaDevice>> =
+            std::sync::OnceLock::new();
         let dev = cuda::CudaDevice::shared()?;
-        load_into_on(&dev, table, source, dialect, opts, ctl)
+        let pool = POOL.get_or_init(|| WorkspacePool::new(dev));
+        load_into_pooled(pool, table, source, dialect, opts, ctl)
     }
     #[cfg(not(feature = "cuda"))]
     {

@@ -242,6 +242,32 @@ impl<D: Device> Workspace<D> {
         })
     }
 
+    /// Re-targets this idle workspace to loads of `plan` with `opts`, keeping its stream
+    /// and buffers (which grow as partitions need).
+    pub fn replan(&mut self, plan: Arc<Plan>, opts: &GpuOptions) -> Result<(), GpuError> {
+        opts.validate()?;
+        let ncols = plan.ncols();
+        if self.h_small.as_ref().len() < small_bytes(ncols) {
+            self.h_small = self.dev.alloc_pinned(small_bytes(ncols))?;
+        }
+        while self.cols.len() > ncols {
+            let mut c = self.cols.pop().expect("more columns than the plan has");
+            for b in [
+                &mut c.tape,
+                &mut c.values,
+                &mut c.validity,
+                &mut c.spans,
+                &mut c.offsets,
+            ] {
+                b.release(&*self.dev);
+            }
+        }
+        self.cols.resize_with(ncols, ColBufs::default);
+        self.plan = plan;
+        self.opts = opts.clone();
+        Ok(())
+    }
+
     /// The device.
     pub fn device(&self) -> &Arc<D> {
         &self.dev
@@ -871,5 +897,86 @@ impl<D: Device> Workspace<D> {
             columns,
             trace,
         })
+    }
+}
+
+/// Idle workspaces of a device, kept between loads: allocating page-locked and device
+/// buffers takes about as long as parsing them at the device's speed, so a load takes its
+/// workspaces from here and gives them back. They keep their memory while idle
+/// ([`WorkspacePool::clear`] frees it).
+pub struct WorkspacePool<D: Device> {
+    dev: Arc<D>,
+    idle: std::sync::Mutex<Vec<Workspace<D>>>,
+}
+
+impl<D: Device> WorkspacePool<D> {
+    /// An empty pool for `dev`.
+    pub fn new(dev: Arc<D>) -> Self {
+        WorkspacePool {
+            dev,
+            idle: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<D> {
+        &self.dev
+    }
+
+    /// An idle workspace re-targeted to `plan`, or a new one.
+    pub fn take(&self, plan: Arc<Plan>, opts: &GpuOptions) -> Result<Pooled<'_, D>, GpuError> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let ws = match idle {
+            Some(mut ws) => {
+                ws.replan(plan, opts)?;
+                ws
+            }
+            None => Workspace::new(Arc::clone(&self.dev), plan, opts)?,
+        };
+        Ok(Pooled {
+            ws: Some(ws),
+            pool: self,
+            healthy: true,
+        })
+    }
+
+    /// Frees the idle workspaces' memory.
+    pub fn clear(&self) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+/// A workspace on loan from a [`WorkspacePool`]; it goes back when dropped (unless a
+/// device error made it unfit).
+pub struct Pooled<'a, D: Device> {
+    ws: Option<Workspace<D>>,
+    pool: &'a WorkspacePool<D>,
+    healthy: bool,
+}
+
+impl<D: Device> Pooled<'_, D> {
+    /// The workspace.
+    pub fn get(&mut self) -> &mut Workspace<D> {
+        self.ws.as_mut().expect("present until dropped")
+    }
+
+    /// Marks the workspace as not to be reused (after a device error).
+    pub fn discard(&mut self) {
+        self.healthy = false;
+    }
+}
+
+impl<D: Device> Drop for Pooled<'_, D> {
+    fn drop(&mut self) {
+        if let Some(ws) = self.ws.take()
+            && self.healthy
+            && ws.dev.sync(&ws.stream).is_ok()
+        {
+            self.pool
+                .idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ws);
+        }
     }
 }

@@ -183,3 +183,38 @@ fn errors_name_the_same_place_as_the_cpu_loader() {
         assert_eq!(emulated_load(&case, &opts), cpu);
     }
 }
+
+#[test]
+fn pooled_workspaces_serve_tables_of_other_shapes() {
+    use wireload_gpu::{WorkspacePool, load_into_pooled};
+    let pool = WorkspacePool::new(Arc::new(Emulator::new(32)));
+    let opts = GpuOptions {
+        partition: 300,
+        streams: 2,
+        ..GpuOptions::default()
+    };
+    // wide, narrow, wide again, with errors between: the same two workspaces serve them all
+    for seed in [5u64, 9, 14, 23, 31, 44] {
+        let c = case(
+            seed,
+            Gen {
+                rows: 40,
+                errors: seed % 2 == 1,
+                quotes: true,
+                odd: true,
+            },
+        );
+        let t = table(&c.schema);
+        let got = load_into_pooled(
+            &pool,
+            &t,
+            &source(&c),
+            &c.dialect,
+            &opts,
+            &LoadControl::default(),
+        )
+        .map(|_| rows(&t))
+        .map_err(|e| e.to_string());
+        assert_eq!(got, cpu_load(&c), "seed {seed}");
+    }
+}

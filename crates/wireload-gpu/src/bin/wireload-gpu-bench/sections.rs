@@ -7,7 +7,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use wireload_gpu::layout::Status;
 use wireload_gpu::passes::Parsed;
-use wireload_gpu::{GpuError, GpuOptions, PassMode, Plan, Workspace, check, load_into_on};
+use wireload_gpu::{
+    GpuError, GpuOptions, PassMode, Plan, Workspace, WorkspacePool, check, load_into_pooled,
+};
 use wireload_load::{LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Partitioning, Table, TableDef};
 use wireload_types::TableSchema;
@@ -977,7 +979,7 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
     println!("## e2e: end to end from host memory into a table (paper Fig. 12, 14, 15)\n");
     let h2d = h2d(ctx);
     println!(
-        "`engine::load_into_on` from `Source::Bytes` (the file in host memory) into a new \
+        "`engine::load_into_pooled` from `Source::Bytes` (the file in host memory) into a new \
          table: partitions staged in pinned memory and streamed, the passes, outputs copied \
          back, Arrow batches assembled and appended; the wall time of the call, {} \
          after a warm-up, a new table each. \"of h2d\" = GB/s over this run's pinned \
@@ -1004,6 +1006,9 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
     let mut default_cfg: BTreeMap<Kind, f64> = BTreeMap::new();
     let parts = ctx.cfg.e2e_partitions.clone();
     let streams = ctx.cfg.e2e_streams.clone();
+    // workspaces (pinned and device buffers) are kept between loads, as the library's
+    // load_into keeps them; the warm-up run allocates them
+    let pool = WorkspacePool::new(Arc::clone(&ctx.dev));
     for kind in Kind::ALL {
         let (ds, src, n) = ctx.source(kind);
         let cpu_rows = match ctx.cpu_rows(kind) {
@@ -1026,8 +1031,8 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
                 for run in 0..=runs {
                     let table = new_table(&ds);
                     let t = Instant::now();
-                    let r = load_into_on(
-                        &ctx.dev,
+                    let r = load_into_pooled(
+                        &pool,
                         &table,
                         &src,
                         &ds.dialect(),
