@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
-use wireload_csv::{ScanConfig, ScanMode, line_of};
+use wireload_csv::{FieldBatch, ScanConfig, ScanMode, Scanner, line_of};
 use wireload_load::{
-    Dialect, LoadControl, LoadError, LoadOptions, LoadReport, Source, append_batches, data_start,
-    load_into,
+    Dialect, KeySite, LoadControl, LoadError, LoadOptions, LoadReport, Source,
+    append_validated_batches, data_start, load_into,
 };
 use wireload_storage::{Partitioning, Table, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
@@ -190,6 +190,88 @@ pub fn cpu_partition(
     }
 }
 
+/// `e` (a key error of the append, which counts the input's records) with the records of
+/// `file` it names given by line and byte offset, as the CPU loader names them.
+fn name_lines(
+    e: LoadError,
+    file: &str,
+    data: &[u8],
+    start: usize,
+    scan: &ScanConfig,
+    ncols: usize,
+) -> LoadError {
+    let row_of = |s: &KeySite| match s {
+        KeySite::Row {
+            file: f,
+            row: Some(r),
+        } if f == file => Some(*r),
+        _ => None,
+    };
+    let rows: Vec<u64> = match &e {
+        LoadError::DuplicateKey { first, second, .. } => [row_of(first), row_of(second)]
+            .into_iter()
+            .flatten()
+            .collect(),
+        LoadError::NullKey { site, .. } => row_of(site).into_iter().collect(),
+        _ => return e,
+    };
+    let Some(&last) = rows.iter().max() else {
+        return e;
+    };
+    // the wanted records' starts, scanning from the first record (an error path)
+    let mut found = Vec::new();
+    let mut scanner = Scanner::new(scan, data, start, data.len(), ncols);
+    let mut batch = FieldBatch::new(ncols);
+    let mut row = 0u64;
+    while row < last {
+        let Ok(more) = scanner.next_batch(&mut batch, 4096) else {
+            break;
+        };
+        for r in 0..batch.rows() {
+            row += 1;
+            if rows.contains(&row) {
+                found.push((row, batch.row_start(r)));
+            }
+        }
+        if !more {
+            break;
+        }
+    }
+    let name = |s: KeySite| match row_of(&s).and_then(|r| found.iter().find(|f| f.0 == r)) {
+        Some(&(_, byte)) => KeySite::Line {
+            file: file.to_string(),
+            line: line_of(data, byte),
+            byte: byte as u64,
+        },
+        None => s,
+    };
+    match e {
+        LoadError::DuplicateKey {
+            index,
+            columns,
+            key,
+            second,
+            first,
+        } => LoadError::DuplicateKey {
+            index,
+            columns,
+            key,
+            second: Box::new(name(*second)),
+            first: Box::new(name(*first)),
+        },
+        LoadError::NullKey {
+            index,
+            column,
+            site,
+        } => LoadError::NullKey {
+            index,
+            column,
+            site: name(site),
+        },
+        e => e,
+    }
+}
+
 /// `e`, found in a partition starting at `start` loaded after one empty line, with its byte
 /// offset and line those of the whole input `data`.
 fn shift(mut e: LoadError, start: u64, data: &[u8]) -> LoadError {
@@ -355,7 +437,10 @@ pub fn load_with<R: Runner>(
         fallbacks += r.fallbacks;
         batches.extend(r.batches);
     }
-    let mut report = append_batches(table, &file, data.len() as u64, batches, ctl)?;
+    // the batches are the table's schema, NOT NULL and lengths checked by the passes (or
+    // by the CPU loader)
+    let mut report = append_validated_batches(table, &file, data.len() as u64, batches, ctl)
+        .map_err(|e| name_lines(e, &file, data, start, &scan, columns.len()))?;
     report.seconds = t0.elapsed().as_secs_f64();
     Ok(GpuReport {
         load: report,

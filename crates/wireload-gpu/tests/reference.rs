@@ -218,3 +218,57 @@ fn pooled_workspaces_serve_tables_of_other_shapes() {
         assert_eq!(got, cpu_load(&c), "seed {seed}");
     }
 }
+
+#[test]
+fn key_errors_name_lines_as_the_cpu_loader_does() {
+    use wireload_index::IndexKind;
+    use wireload_load::{LoadOptions, load_into};
+    use wireload_storage::{Catalog, IndexDef, Partitioning, TableDef};
+    use wireload_types::TableSchema;
+    let keyed = || {
+        let schema = TableSchema::parse("k INT NOT NULL, v TEXT").unwrap();
+        let def = TableDef::new("t", schema, Partitioning::Single)
+            .unwrap()
+            .with_indexes(vec![IndexDef {
+                name: "t_pkey".into(),
+                columns: vec![0],
+                unique: true,
+                primary: true,
+                kind: IndexKind::Art,
+            }])
+            .unwrap();
+        Catalog::default().create_table(def, false).unwrap()
+    };
+    let data = b"k,v\n1,a\n\n2,\"b\nc\"\r\n3,d\n2,e\n4,f\n".to_vec();
+    let d = wireload_load::Dialect {
+        header: true,
+        ..Default::default()
+    };
+    let src = wireload_load::Source::Bytes {
+        name: "keys.csv".into(),
+        data: Arc::from(data),
+    };
+    let cpu = keyed();
+    let want = load_into(
+        &cpu,
+        &src,
+        &LoadOptions {
+            dialect: d.clone(),
+            ..LoadOptions::default()
+        },
+        &LoadControl::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(want.contains("line 7, byte 22") && want.contains("line 4, byte 9"), "{want}");
+    for partition in [8, 1 << 20] {
+        let t = keyed();
+        let opts = GpuOptions {
+            partition,
+            ..GpuOptions::default()
+        };
+        let got = load_into_reference(&t, &src, &d, &opts, &LoadControl::default()).unwrap_err();
+        assert_eq!(got.to_string(), want);
+        assert_eq!(t.snapshot().num_rows(), 0, "the table is unchanged");
+    }
+}

@@ -39,6 +39,31 @@ pub fn append_batches(
     batches: Vec<RecordBatch>,
     ctl: &LoadControl,
 ) -> Result<LoadReport, LoadError> {
+    append(table, file, bytes, batches, ctl, false)
+}
+
+/// [`append_batches`] for batches a loader built and validated itself (the GPU loader's):
+/// each has the table's Arrow schema exactly and satisfies NOT NULL and the CHAR/VARCHAR
+/// lengths, so the per-value conversion and checks are skipped (the schema is still
+/// compared); keys, partitions and the atomic publish are as there.
+pub fn append_validated_batches(
+    table: &Table,
+    file: &str,
+    bytes: u64,
+    batches: Vec<RecordBatch>,
+    ctl: &LoadControl,
+) -> Result<LoadReport, LoadError> {
+    append(table, file, bytes, batches, ctl, true)
+}
+
+fn append(
+    table: &Table,
+    file: &str,
+    bytes: u64,
+    batches: Vec<RecordBatch>,
+    ctl: &LoadControl,
+    validated: bool,
+) -> Result<LoadReport, LoadError> {
     let start = Instant::now();
     let def = table.def();
     let columns = &def.schema.columns;
@@ -74,7 +99,22 @@ pub fn append_batches(
                     .map_err(|e| mismatch(file, format!("cannot combine record batches: {e}")))?
             };
             check_shape(file, columns, batch.schema_ref())?;
-            let batch = convert(file, columns, &target, &batch, first_row)?;
+            let batch = if validated {
+                if batch.schema_ref().fields() != target.fields() {
+                    return Err(mismatch(
+                        file,
+                        format!(
+                            "a validated batch has schema {}, the table {}",
+                            batch.schema_ref(),
+                            target
+                        ),
+                    ));
+                }
+                RecordBatch::try_new(Arc::clone(&target), batch.columns().to_vec())
+                    .map_err(|e| mismatch(file, format!("cannot build a table chunk: {e}")))?
+            } else {
+                convert(file, columns, &target, &batch, first_row)?
+            };
             let parts = split_partitions(&batch, partitioning)
                 .map_err(|e| mismatch(file, format!("cannot partition: {e}")))?;
             // progress: this group's share of the file's bytes

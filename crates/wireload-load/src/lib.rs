@@ -16,7 +16,7 @@ mod pipeline;
 mod source;
 mod task;
 
-pub use append::append_batches;
+pub use append::{append_batches, append_validated_batches};
 pub use error::{KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use pipeline::{data_start, default_chunk_size};
