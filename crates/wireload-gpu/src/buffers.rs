@@ -58,6 +58,19 @@ pub struct PartitionBuffers {
 }
 
 impl PartitionBuffers {
+    /// A partition with an odd number of quotes: the passes stop after the scan.
+    pub fn unterminated(trace: Option<Trace>) -> Self {
+        PartitionBuffers {
+            rows: 0,
+            quoted: true,
+            unterminated: true,
+            status: Status::default(),
+            fallbacks: Vec::new(),
+            columns: Vec::new(),
+            trace,
+        }
+    }
+
     /// Whether the passes flagged an error the CPU loader must name.
     pub fn has_error(&self) -> bool {
         self.unterminated

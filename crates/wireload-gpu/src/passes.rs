@@ -73,6 +73,20 @@ struct ColBufs {
     offsets: Buf,
 }
 
+impl ColBufs {
+    fn release<D: Device>(&mut self, dev: &D) {
+        for b in [
+            &mut self.tape,
+            &mut self.values,
+            &mut self.validity,
+            &mut self.spans,
+            &mut self.offsets,
+        ] {
+            b.release(dev);
+        }
+    }
+}
+
 /// Offsets in the small device buffer and its pinned twin.
 mod small {
     /// ChunkCount: the combination of the chunk counts
@@ -176,15 +190,7 @@ impl<D: Device> Drop for Workspace<D> {
             b.release(&*dev);
         }
         for c in &mut self.cols {
-            for b in [
-                &mut c.tape,
-                &mut c.values,
-                &mut c.validity,
-                &mut c.spans,
-                &mut c.offsets,
-            ] {
-                b.release(&*dev);
-            }
+            c.release(&*dev);
         }
     }
 }
@@ -252,15 +258,7 @@ impl<D: Device> Workspace<D> {
         }
         while self.cols.len() > ncols {
             let mut c = self.cols.pop().expect("more columns than the plan has");
-            for b in [
-                &mut c.tape,
-                &mut c.values,
-                &mut c.validity,
-                &mut c.spans,
-                &mut c.offsets,
-            ] {
-                b.release(&*self.dev);
-            }
+            c.release(&*self.dev);
         }
         self.cols.resize_with(ncols, ColBufs::default);
         self.plan = plan;
@@ -463,15 +461,9 @@ impl<D: Device> Workspace<D> {
             tr.prefix = self.get(prefix, nchunks)?;
         }
         if total.quotes % 2 == 1 {
-            return Ok(Parsed::Done(PartitionBuffers {
-                rows: 0,
-                quoted: true,
-                unterminated: true,
-                status: Status::default(),
-                fallbacks: Vec::new(),
-                columns: Vec::new(),
-                trace: trace.then_some(tr),
-            }));
+            return Ok(Parsed::Done(PartitionBuffers::unterminated(
+                trace.then_some(tr),
+            )));
         }
         let quoted = self.opts.mode == PassMode::Quoted || (d.has_quote != 0 && total.quotes > 0);
         let cap = self.opts.fallbacks;

@@ -161,6 +161,15 @@ impl Sink<'_> {
     }
 }
 
+/// Where a record's first field starts: after the `\r` and `\n` bytes of the empty lines
+/// before it (between `s` and the field's end `e`).
+fn after_empty_lines(input: &[u8], mut s: u32, e: u32) -> u32 {
+    while s < e && matches!(input[s as usize], b'\n' | b'\r') {
+        s += 1;
+    }
+    s
+}
+
 /// Pass 3, fast mode: every field to its tape or span.
 fn index_fast(sink: &mut Sink<'_>, rows: u32) {
     let input = sink.input;
@@ -180,13 +189,11 @@ fn index_fast(sink: &mut Sink<'_>, rows: u32) {
             if r && col + 1 < ncols {
                 sink.report(row, col + 1);
             }
-            let mut s = start;
-            if col == 0 {
-                // the first field starts after the empty lines before its record
-                while s < e && matches!(input[s as usize], b'\n' | b'\r') {
-                    s += 1;
-                }
-            }
+            let s = if col == 0 {
+                after_empty_lines(input, start, e)
+            } else {
+                start
+            };
             sink.write_field(col, row, s, e, s, e, false);
         } else if !(col == ncols && r && start == e) {
             sink.report(row, ncols);
@@ -272,9 +279,7 @@ fn fields_quoted(sink: &mut Sink<'_>, index: &[u32], row_end: &[u32]) {
             let fe = pos(j);
             let mut fs = if j == 0 { 0 } else { pos(j - 1) + 1 };
             if c == 0 {
-                while fs < fe && matches!(input[fs as usize], b'\n' | b'\r') {
-                    fs += 1;
-                }
+                fs = after_empty_lines(input, fs, fe);
             }
             let quoted = d.has_quote != 0 && fe > fs && input[fs as usize] == d.quote;
             let (cs, ce) = if quoted {
@@ -701,15 +706,7 @@ pub fn run(input: &[u8], plan: &Plan, opts: &GpuOptions, trace: bool) -> Partiti
             tr.counts = counts;
             tr.prefix = prefix;
         }
-        return PartitionBuffers {
-            rows: 0,
-            quoted: true,
-            unterminated: true,
-            status: Status::default(),
-            fallbacks: Vec::new(),
-            columns: Vec::new(),
-            trace: trace.then_some(tr),
-        };
+        return PartitionBuffers::unterminated(trace.then_some(tr));
     }
     let quoted = opts.mode == PassMode::Quoted || (d.has_quote != 0 && total.quotes > 0);
     let mut status = Status::default();

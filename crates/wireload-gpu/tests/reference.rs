@@ -260,7 +260,10 @@ fn key_errors_name_lines_as_the_cpu_loader_does() {
     )
     .unwrap_err()
     .to_string();
-    assert!(want.contains("line 7, byte 22") && want.contains("line 4, byte 9"), "{want}");
+    assert!(
+        want.contains("line 7, byte 22") && want.contains("line 4, byte 9"),
+        "{want}"
+    );
     for partition in [8, 1 << 20] {
         let t = keyed();
         let opts = GpuOptions {
