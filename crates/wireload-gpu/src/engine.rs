@@ -373,6 +373,8 @@ pub fn load_with<R: Runner>(
     let parts =
         Mutex::new(Partitioner::new(data, start, scan, dialect.quote, opts.partition).fuse());
     let results: Mutex<BTreeMap<usize, Result<PartResult, GpuError>>> = Mutex::new(BTreeMap::new());
+    // a worker that could not start (its error wins over any partition's)
+    let setup: Mutex<Option<GpuError>> = Mutex::new(None);
     // lowest partition that failed (usize::MAX: none); later ones need not run
     let failed = AtomicUsize::new(usize::MAX);
     let stop = AtomicBool::new(false);
@@ -383,11 +385,10 @@ pub fn load_with<R: Runner>(
                 let mut ws = match runner(Arc::clone(&plan)) {
                     Ok(ws) => Some(ws),
                     Err(e) => {
-                        results
+                        setup
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .insert(0, Err(e));
-                        failed.store(0, Relaxed);
+                            .get_or_insert(e);
                         stop.store(true, Relaxed);
                         None
                     }
@@ -426,16 +427,36 @@ pub fn load_with<R: Runner>(
     if ctl.cancel.load(Relaxed) {
         return Err(LoadError::Cancelled.into());
     }
+    if let Some(e) = setup.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let unplanned = parts
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .next()
+        .is_some();
     let mut batches = Vec::new();
     let (mut partitions, mut quoted, mut cpu, mut fallbacks) = (0, 0, 0, 0u64);
-    for (_, r) in results {
+    for (index, r) in results {
         let r = r?;
+        // every partition up to here ran (workers stop early only after an error, which
+        // was returned above)
+        if index != partitions {
+            return Err(GpuError::Unsupported(format!(
+                "partition {partitions} did not run"
+            )));
+        }
         partitions += 1;
         quoted += r.quoted as usize;
         cpu += r.cpu as usize;
         fallbacks += r.fallbacks;
         batches.extend(r.batches);
+    }
+    if unplanned {
+        return Err(GpuError::Unsupported(format!(
+            "the load stopped after {partitions} partitions"
+        )));
     }
     // the batches are the table's schema, NOT NULL and lengths checked by the passes (or
     // by the CPU loader)

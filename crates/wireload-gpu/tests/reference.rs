@@ -275,3 +275,45 @@ fn key_errors_name_lines_as_the_cpu_loader_does() {
         assert_eq!(t.snapshot().num_rows(), 0, "the table is unchanged");
     }
 }
+
+#[test]
+fn a_worker_that_cannot_start_fails_the_load() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use wireload_gpu::GpuError;
+    use wireload_gpu::engine::{ReferenceRunner, load_with};
+    // many partitions, two workers, the second of which cannot get its buffers
+    let c = case(
+        3,
+        Gen {
+            rows: 300,
+            errors: false,
+            quotes: true,
+            odd: false,
+        },
+    );
+    let opts = GpuOptions {
+        partition: 64,
+        streams: 2,
+        ..GpuOptions::default()
+    };
+    let made = AtomicUsize::new(0);
+    let t = table(&c.schema);
+    let r = load_with(
+        &t,
+        &source(&c),
+        &c.dialect,
+        &opts,
+        &LoadControl::default(),
+        "test",
+        &|plan| {
+            if made.fetch_add(1, Ordering::SeqCst) == 1 {
+                Err(GpuError::Unsupported("no buffers for this worker".into()))
+            } else {
+                Ok(ReferenceRunner::new(plan, &opts))
+            }
+        },
+    );
+    let e = r.expect_err("a load with a failed worker fails");
+    assert!(e.to_string().contains("no buffers for this worker"), "{e}");
+    assert_eq!(t.snapshot().num_rows(), 0, "the table is unchanged");
+}
