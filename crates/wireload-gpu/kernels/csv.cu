@@ -65,6 +65,35 @@ __device__ __forceinline__ u32 wl_prev_byte(u32 w, u32 lane, u32 carry) {
     return lane == 0 ? carry : (up >> 24);
 }
 
+__device__ __forceinline__ u32 wl_load_word(const u8* p) { return *(const u32*)p; }
+
+// One lane's part of a 128-byte step: its 4 bytes at i0, the byte before them, and their
+// classes. Every lane of the warp must call it (it shuffles).
+struct Step {
+    u32 i0;
+    u32 w;
+    u32 prev;
+    Classes c;
+};
+
+__device__ __forceinline__ Step wl_step(const u8* in, u32 off, u32 lane, u32 carry,
+                                        const KDialect& d) {
+    Step s;
+    s.i0 = off + lane * 4;
+    s.w = wl_load_word(in + s.i0);
+    s.prev = wl_prev_byte(s.w, lane, carry);
+    s.c = wl_classify(s.w, s.prev, d);
+    return s;
+}
+
+// The byte before the step that follows one whose lanes hold `w` (its last byte).
+__device__ __forceinline__ u32 wl_next_carry(u32 w) { return __shfl_sync(WL_FULL, w, 31) >> 24; }
+
+// The byte before chunk `base` (a record delimiter before the partition).
+__device__ __forceinline__ u32 wl_chunk_carry(const u8* in, u32 base) {
+    return base == 0 ? 10u : (u32)in[base - 1];
+}
+
 // Field delimiters after the last record delimiter among 4 bytes (all when none).
 __device__ __forceinline__ u32 wl_tail4(u32 field, u32 record) {
     if (record == 0) return __popc(field);
@@ -114,7 +143,6 @@ __device__ __forceinline__ u32 wl_warp_max(u32 x) {
     return x;
 }
 
-__device__ __forceinline__ u32 wl_load_word(const u8* p) { return *(const u32*)p; }
 
 // ---------------------------------------------------------------------------------------
 // ChunkCount combination and ordered block-level reductions and scans
@@ -140,24 +168,20 @@ __device__ __forceinline__ ChunkCount wl_cc_combine(ChunkCount a, ChunkCount b) 
     return r;
 }
 
-__device__ __forceinline__ ChunkCount wl_cc_shfl_up(ChunkCount v, u32 d) {
+// `f` applied to every field of `v` (how a ChunkCount goes through a warp shuffle).
+template <class F>
+__device__ __forceinline__ ChunkCount wl_cc_each(ChunkCount v, F f) {
     ChunkCount r;
-    r.fields = __shfl_up_sync(WL_FULL, v.fields, d);
-    r.records = __shfl_up_sync(WL_FULL, v.records, d);
-    r.tail = __shfl_up_sync(WL_FULL, v.tail, d);
-    r.quotes = __shfl_up_sync(WL_FULL, v.quotes, d);
-    r.last = __shfl_up_sync(WL_FULL, v.last, d);
+    r.fields = f(v.fields);
+    r.records = f(v.records);
+    r.tail = f(v.tail);
+    r.quotes = f(v.quotes);
+    r.last = f(v.last);
     return r;
 }
 
-__device__ __forceinline__ ChunkCount wl_cc_shfl(ChunkCount v, u32 src) {
-    ChunkCount r;
-    r.fields = __shfl_sync(WL_FULL, v.fields, src);
-    r.records = __shfl_sync(WL_FULL, v.records, src);
-    r.tail = __shfl_sync(WL_FULL, v.tail, src);
-    r.quotes = __shfl_sync(WL_FULL, v.quotes, src);
-    r.last = __shfl_sync(WL_FULL, v.last, src);
-    return r;
+__device__ __forceinline__ ChunkCount wl_cc_shfl_up(ChunkCount v, u32 d) {
+    return wl_cc_each(v, [&](u32 x) { return __shfl_up_sync(WL_FULL, x, d); });
 }
 
 // Exclusive scan of the threads' values in thread order; *total gets the combination of
@@ -253,22 +277,19 @@ extern "C" __global__ void __launch_bounds__(256) wl_count(const CountArgs a) {
          chunk += gridDim.x * warps) {
         u32 base = chunk * a.chunk;
         u32 end = wl_min(base + a.chunk, a.n);
-        u32 carry = base == 0 ? 10u : (u32)in[base - 1];
+        u32 carry = wl_chunk_carry(in, base);
         ChunkCount acc = wl_cc_zero();
         u32 quotes = 0;
         u32 last = 0;
         for (u32 off = base; off < end; off += 128) {
-            u32 i0 = off + lane * 4;
-            u32 w = wl_load_word(in + i0);
-            u32 prev = wl_prev_byte(w, lane, carry);
-            Classes c = wl_classify(w, prev, a.d);
+            auto [i0, w, prev, c] = wl_step(in, off, lane, carry, a.d);
             u32 delims = c.field | c.record;
             u32 x = wl_pack3(__popc(delims), __popc(c.record), wl_tail4(c.field, c.record));
             x = wl_warp_seg_scan(x, lane);
             acc = wl_cc_combine(acc, wl_cc_unpack3(__shfl_sync(WL_FULL, x, 31)));
             quotes += __popc(c.quote);
             if (delims) last = wl_max(last, i0 + 32u - (u32)__clz((int)delims));
-            carry = __shfl_sync(WL_FULL, w, 31) >> 24;
+            carry = wl_next_carry(w);
         }
         acc.quotes = wl_warp_sum(quotes);
         acc.last = wl_warp_max(last);
@@ -444,12 +465,9 @@ extern "C" __global__ void __launch_bounds__(256) wl_index_fast(const IndexFastA
         u32 start = p.last;  // where it starts
         u32 base = chunk * a.chunk;
         u32 end = wl_min(base + a.chunk, a.n);
-        u32 carry = base == 0 ? 10u : (u32)in[base - 1];
+        u32 carry = wl_chunk_carry(in, base);
         for (u32 off = base; off < end; off += 128) {
-            u32 i0 = off + lane * 4;
-            u32 w = wl_load_word(in + i0);
-            u32 prev = wl_prev_byte(w, lane, carry);
-            Classes c = wl_classify(w, prev, a.d);
+            auto [i0, w, prev, c] = wl_step(in, off, lane, carry, a.d);
             u32 delims = c.field | c.record;
             u32 x = wl_pack3(__popc(delims), __popc(c.record), wl_tail4(c.field, c.record));
             u32 incl = wl_warp_seg_scan(x, lane);
@@ -488,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(256) wl_index_fast(const IndexFastA
             u32 tr = (total >> 10) & 0x3ffu;
             row += tr;
             col = tr ? (total >> 20) : col + (total >> 20);
-            carry = __shfl_sync(WL_FULL, w, 31) >> 24;
+            carry = wl_next_carry(w);
             __syncwarp();
         }
     }
@@ -512,14 +530,11 @@ extern "C" __global__ void __launch_bounds__(256) wl_index_quoted(const IndexQuo
         u32 q0 = p.quotes; // quotes before the chunk
         u32 base = chunk * a.chunk;
         u32 end = wl_min(base + a.chunk, a.n);
-        u32 carry = base == 0 ? 10u : (u32)in[base - 1];
+        u32 carry = wl_chunk_carry(in, base);
         for (u32 off = base; off < end; off += 128) {
-            u32 i0 = off + lane * 4;
-            u32 w = wl_load_word(in + i0);
-            u32 prev = wl_prev_byte(w, lane, carry);
+            auto [i0, w, prev, c] = wl_step(in, off, lane, carry, a.d);
             u32 down = __shfl_down_sync(WL_FULL, w, 1);
             u32 next = lane == 31 ? (u32)in[off + 128] : (down & 0xffu);
-            Classes c = wl_classify(w, prev, a.d);
             u32 delims = c.field | c.record;
             u32 x = (u32)__popc(delims) | ((u32)__popc(c.quote) << 16);
             u32 incl = wl_warp_sum_scan(x, lane);
@@ -551,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(256) wl_index_quoted(const IndexQuo
             }
             k0 += total & 0xffffu;
             q0 += total >> 16;
-            carry = __shfl_sync(WL_FULL, w, 31) >> 24;
+            carry = wl_next_carry(w);
         }
     }
 }

@@ -27,31 +27,30 @@ pub enum CpuReason {
     Invalid,
 }
 
-/// The text of a fallback entry: (bytes, quoted). RANGE entries are unescaped here.
+/// The text of a fallback entry (RANGE entries unescaped here), or None when its place
+/// is not in the partition.
 fn fallback_text<'a>(
     f: &'a Fallback,
     part: &'a [u8],
     quote: Option<u8>,
     scratch: &'a mut Vec<u8>,
-) -> (&'a [u8], bool) {
-    match f.kind {
-        fallback::TEXT => (&f.text[..f.len as usize], false),
-        _ => {
-            let raw = &part[f.start as usize..f.end as usize];
-            match quote {
-                Some(q) if raw.len() >= 2 && raw[0] == q && raw[raw.len() - 1] == q => {
-                    scratch.clear();
-                    let inner = &raw[1..raw.len() - 1];
-                    let mut i = 0;
-                    while i < inner.len() {
-                        scratch.push(inner[i]);
-                        i += if inner[i] == q { 2 } else { 1 };
-                    }
-                    (scratch.as_slice(), true)
-                }
-                _ => (raw, false),
+) -> Option<&'a [u8]> {
+    if f.kind == fallback::TEXT {
+        return f.text.get(..f.len as usize);
+    }
+    let raw = part.get(f.start as usize..f.end as usize)?;
+    match quote {
+        Some(q) if raw.len() >= 2 && raw[0] == q && raw[raw.len() - 1] == q => {
+            scratch.clear();
+            let inner = &raw[1..raw.len() - 1];
+            let mut i = 0;
+            while i < inner.len() {
+                scratch.push(inner[i]);
+                i += if inner[i] == q { 2 } else { 1 };
             }
+            Some(scratch.as_slice())
         }
+        _ => Some(raw),
     }
 }
 
@@ -202,7 +201,7 @@ pub fn assemble(
         if cp.kind == kind::STR {
             return Err(CpuReason::Invalid);
         }
-        let (text, _) = fallback_text(f, part, quote, &mut scratch);
+        let text = fallback_text(f, part, quote, &mut scratch).ok_or(CpuReason::Invalid)?;
         patch(cp, &mut b.columns[c].values, f.row as usize, text)
             .map_err(|_| CpuReason::Invalid)?;
     }

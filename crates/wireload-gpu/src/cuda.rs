@@ -168,7 +168,8 @@ pub fn compile_source(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
 #[derive(Debug)]
 pub struct CudaDevice {
     ctx: sys::CUcontext,
-    module: sys::CUmodule,
+    /// the loaded kernels (the module is never unloaded: `functions` point into it)
+    _module: sys::CUmodule,
     functions: Vec<sys::CUfunction>,
     name: String,
     arch: (i32, i32),
@@ -301,7 +302,7 @@ impl CudaDevice {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CudaDevice {
             ctx,
-            module,
+            _module: module,
             functions,
             name,
             arch: (major, minor),
@@ -323,16 +324,6 @@ impl CudaDevice {
         let start = cu::event::create(flags).map_err(|e| cuda_err("cuEventCreate", e))?;
         let end = cu::event::create(flags).map_err(|e| cuda_err("cuEventCreate", e))?;
         Ok(Timer { start, end })
-    }
-
-    /// The compute capability (major, minor).
-    pub fn arch(&self) -> (i32, i32) {
-        self.arch
-    }
-
-    /// The loaded module.
-    pub fn module(&self) -> sys::CUmodule {
-        self.module
     }
 }
 
@@ -441,19 +432,6 @@ impl Device for CudaDevice {
         // SAFETY: forwarded contract.
         unsafe { cu::memcpy_dtoh_async(dst, src, s.0) }
             .map_err(|e| cuda_err("cuMemcpyDtoHAsync", e))
-    }
-
-    unsafe fn memset(
-        &self,
-        s: &CudaStream,
-        dst: u64,
-        byte: u8,
-        len: usize,
-    ) -> Result<(), GpuError> {
-        self.bind()?;
-        // SAFETY: forwarded contract.
-        unsafe { cu::memset_d8_async(dst, byte, len, s.0) }
-            .map_err(|e| cuda_err("cuMemsetD8Async", e))
     }
 
     unsafe fn launch_raw(

@@ -43,17 +43,6 @@ pub trait Device: Send + Sync + 'static {
     /// `src..src + dst.len()` lies in one allocation, and `dst` is neither read nor moved
     /// until the stream is synchronized.
     unsafe fn d2h(&self, s: &Self::Stream, dst: &mut [u8], src: u64) -> Result<(), GpuError>;
-    /// Queues setting `len` bytes at `dst` to `byte`.
-    ///
-    /// # Safety
-    /// `dst..dst + len` lies in one allocation.
-    unsafe fn memset(
-        &self,
-        s: &Self::Stream,
-        dst: u64,
-        byte: u8,
-        len: usize,
-    ) -> Result<(), GpuError>;
     /// Queues kernel `k` over `grid` blocks of [`Device::block_threads`] threads with the
     /// argument struct `args`.
     ///

@@ -157,12 +157,6 @@ impl Device for Emulator {
         Ok(())
     }
 
-    unsafe fn memset(&self, _: &(), dst: u64, byte: u8, len: usize) -> Result<(), GpuError> {
-        // SAFETY: the caller guarantees dst..dst+len lies in one live allocation.
-        unsafe { std::ptr::write_bytes(dst as *mut u8, byte, len) };
-        Ok(())
-    }
-
     unsafe fn launch_raw(
         &self,
         _: &(),

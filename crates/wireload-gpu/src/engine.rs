@@ -26,8 +26,8 @@ use crate::buffers::PartitionBuffers;
 use crate::device::Device;
 use crate::error::GpuError;
 use crate::partition::{Part, Partitioner};
-use crate::passes::Workspace;
-use crate::plan::{GpuOptions, Plan};
+use crate::passes::{Pooled, WorkspacePool};
+use crate::plan::{GpuOptions, MAX_PARTITION, Plan};
 
 /// What a GPU load did, beyond the load report.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,7 @@ struct PartResult {
     fallbacks: u64,
 }
 
-/// Something that parses staged partitions: a device's [`Workspace`], or the reference.
+/// Something that parses staged partitions: a device's workspace, or the reference.
 pub trait Runner {
     /// A buffer for the next partition's `n` bytes (and padding), to fill.
     fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError>;
@@ -72,28 +72,19 @@ pub trait Runner {
     fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError>;
 }
 
-impl<D: Device> Runner for crate::passes::Pooled<'_, D> {
+impl<D: Device> Runner for Pooled<'_, D> {
     fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
         self.get().staging(n)
     }
 
     fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError> {
-        let r = Runner::parse(self.get(), n);
+        let ws = self.get();
+        let r = ws.upload(n).and_then(|()| ws.run(false));
         if r.is_err() {
+            // a device error may leave the workspace unfit for the next load
             self.discard();
         }
         r
-    }
-}
-
-impl<D: Device> Runner for Workspace<D> {
-    fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
-        self.staging(n)
-    }
-
-    fn parse(&mut self, n: usize) -> Result<PartitionBuffers, GpuError> {
-        self.upload(n)?;
-        self.run(false)
     }
 }
 
@@ -143,8 +134,8 @@ fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-/// The input of a partition as the kernels take it: its bytes, with a record delimiter
-/// added when the input's last record has none.
+/// Whether partition `range` needs a record delimiter added for the kernels: it ends the
+/// input, whose last record has none.
 fn needs_newline(data: &[u8], range: &Range<usize>) -> bool {
     range.end == data.len() && !matches!(data.last(), Some(b'\n' | b'\r'))
 }
@@ -152,7 +143,7 @@ fn needs_newline(data: &[u8], range: &Range<usize>) -> bool {
 /// Loads records `range` of `data` with the CPU loader (one more time, for what the GPU
 /// left: errors to name, partitions with too many fallbacks). Positions in errors are
 /// those of the whole input.
-pub fn cpu_partition(
+fn cpu_partition(
     columns: &[ColumnDef],
     dialect: &Dialect,
     file: &str,
@@ -285,8 +276,8 @@ fn shift(mut e: LoadError, start: u64, data: &[u8]) -> LoadError {
     e
 }
 
-/// Loads `source` into `table` on `dev` and publishes the new version; on any error the
-/// table is unchanged.
+/// Loads `source` into `table` on `dev` (with workspaces of its own, freed afterwards) and
+/// publishes the new version; on any error the table is unchanged.
 pub fn load_into_on<D: Device>(
     dev: &Arc<D>,
     table: &Table,
@@ -295,22 +286,15 @@ pub fn load_into_on<D: Device>(
     opts: &GpuOptions,
     ctl: &LoadControl,
 ) -> Result<GpuReport, GpuError> {
-    load_with(
-        table,
-        source,
-        dialect,
-        opts,
-        ctl,
-        &dev.describe(),
-        &|plan| Workspace::new(Arc::clone(dev), plan, opts),
-    )
+    let pool = WorkspacePool::new(Arc::clone(dev));
+    load_into_pooled(&pool, table, source, dialect, opts, ctl)
 }
 
 /// Loads `source` into `table` on the device of `pool`, with workspaces from `pool`
 /// (their buffers reused from earlier loads), and publishes the new version; on any error
 /// the table is unchanged.
 pub fn load_into_pooled<D: Device>(
-    pool: &crate::passes::WorkspacePool<D>,
+    pool: &WorkspacePool<D>,
     table: &Table,
     source: &Source,
     dialect: &Dialect,
@@ -487,6 +471,16 @@ fn run_partition<R: Runner>(
     let bytes = &data[range.clone()];
     let extra = needs_newline(data, &range) as usize;
     let n = bytes.len() + extra;
+    if n > MAX_PARTITION + (1 << 20) {
+        // positions are 31-bit: a partition that a very long record stretched past that
+        // goes to the CPU loader
+        return Ok(PartResult {
+            batches: cpu_partition(columns, dialect, file, data, range)?,
+            quoted: false,
+            cpu: true,
+            fallbacks: 0,
+        });
+    }
     {
         let staging = ws.stage(n)?;
         par_copy(&mut staging[..bytes.len()], bytes);

@@ -5,6 +5,7 @@
 //! input ─► count ─► scan ─► read totals ─┬─ fast:   index_fast (FieldsIndex in shared memory → tapes, spans)
 //!                                        └─ quoted: index_quoted (sentinels) → compact_count → scan
 //!                                                   → compact_scatter → read rows → fields_quoted
+//!        ─► read status (a flagged error ends the passes here)
 //!        ─► deserialize (tapes → values) ─► string_lengths → offsets scan → read sizes → string_gather
 //!        ─► read status, outputs, fallbacks
 //! ```
@@ -161,7 +162,7 @@ pub struct OnDevice {
     pub status: Status,
     descs: Vec<ColumnDesc>,
     sizes: Vec<u32>,
-    fallbacks: u64,
+    fallback_list: u64,
     trace: Option<Trace>,
 }
 
@@ -264,11 +265,6 @@ impl<D: Device> Workspace<D> {
         self.plan = plan;
         self.opts = opts.clone();
         Ok(())
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Arc<D> {
-        &self.dev
     }
 
     /// The stream.
@@ -644,15 +640,12 @@ impl<D: Device> Workspace<D> {
             // loader names the error.
             let st: Status = self.get(status, 1)?[0];
             if st.error_at != NONE || st.error_pos != NONE {
-                return Ok(Parsed::Done(PartitionBuffers {
+                return Ok(Parsed::Done(PartitionBuffers::flagged(
                     rows,
                     quoted,
-                    unterminated: false,
-                    status: st,
-                    fallbacks: Vec::new(),
-                    columns: Vec::new(),
-                    trace: trace.then_some(tr),
-                }));
+                    st,
+                    trace.then_some(tr),
+                )));
             }
             if !plan.numeric.is_empty() {
                 let args = DeserializeArgs {
@@ -759,7 +752,7 @@ impl<D: Device> Workspace<D> {
             status: st,
             descs,
             sizes,
-            fallbacks,
+            fallback_list: fallbacks,
             trace: trace.then_some(tr),
         }))
     }
@@ -772,7 +765,7 @@ impl<D: Device> Workspace<D> {
             status: st,
             descs,
             sizes,
-            fallbacks,
+            fallback_list,
             trace,
         } = p;
         let dev = Arc::clone(&self.dev);
@@ -847,7 +840,7 @@ impl<D: Device> Workspace<D> {
             if nfb > 0 {
                 let len = nfb * std::mem::size_of::<Fallback>();
                 // SAFETY: as above; the fallback list holds `cap` >= nfb entries.
-                unsafe { dev.d2h(&self.stream, &mut out[fb_at..fb_at + len], fallbacks)? };
+                unsafe { dev.d2h(&self.stream, &mut out[fb_at..fb_at + len], fallback_list)? };
             }
         }
         dev.sync(&self.stream)?;

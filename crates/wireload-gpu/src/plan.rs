@@ -1,8 +1,6 @@
 //! What the kernels need to know about a table and a dialect, and the GPU engine's
 //! options.
 
-use std::sync::Arc;
-
 use arrow::datatypes::SchemaRef;
 use wireload_load::Dialect;
 use wireload_types::{ColumnDef, SqlType, TableSchema};
@@ -153,8 +151,6 @@ pub struct Plan {
     pub columns: Vec<ColumnPlan>,
     /// The dialect bytes.
     pub dialect: KDialect,
-    /// The dialect.
-    pub source_dialect: Dialect,
     /// Columns with tapes.
     pub numeric: Vec<u32>,
     /// String columns.
@@ -257,10 +253,9 @@ impl Plan {
         Ok(Plan {
             columns: plans,
             dialect: kd,
-            source_dialect: dialect.clone(),
             numeric,
             strings,
-            arrow_schema: Arc::clone(&arrow_schema),
+            arrow_schema,
         })
     }
 

@@ -769,15 +769,7 @@ pub fn run(input: &[u8], plan: &Plan, opts: &GpuOptions, trace: bool) -> Partiti
             tr.compacted = compacted;
             tr.row_end = row_end;
         }
-        return PartitionBuffers {
-            rows,
-            quoted,
-            unterminated: false,
-            status,
-            fallbacks: Vec::new(),
-            columns: Vec::new(),
-            trace: trace.then_some(tr),
-        };
+        return PartitionBuffers::flagged(rows, quoted, status, trace.then_some(tr));
     }
     let columns = plan
         .columns
