@@ -7,22 +7,18 @@
 //! (Arrow IPC file) and `parquet`. A CSV load runs on the CPU loader (`ENGINE cpu`, the
 //! default) or on an NVIDIA GPU (`ENGINE gpu`).
 
+use datafusion::sql::sqlparser::ast::Query;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
 use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode};
 use wireload_unload::ipc::IpcCompression;
 use wireload_unload::parquet::ParquetCompression;
 
-use crate::SqlError;
-use crate::tokens::{Cursor, StatementText, is_keyword};
-
-/// A parsed COPY statement.
-#[derive(Debug, Clone)]
-pub enum CopyStatement {
-    /// `COPY t FROM 'path'`: a load.
-    From(CopyFrom),
-    /// `COPY t TO 'path'` or `COPY (query) TO 'path'`: an unload.
-    To(CopyTo),
-}
+use crate::ddl::table_name;
+use crate::error::SqlError;
+use crate::parse::{Statement, expected, is_word};
+use crate::types::ident_name;
 
 /// A parsed `COPY ... FROM`.
 #[derive(Debug, Clone)]
@@ -93,8 +89,8 @@ pub enum CopySource {
         /// column list (normalized names), when given
         columns: Option<Vec<String>>,
     },
-    /// The result of a query (its SQL text).
-    Query(String),
+    /// The result of a query.
+    Query(Box<Query>),
 }
 
 /// The format of an unloaded file.
@@ -119,66 +115,43 @@ impl OutputFormat {
     }
 }
 
-/// Parses a COPY statement (its first token is `COPY`).
-pub fn parse_copy(stmt: &StatementText<'_>) -> Result<CopyStatement, SqlError> {
-    let tokens = &stmt.tokens;
-    let mut c = Cursor::new(tokens);
-    c.expect_keyword("copy")?;
-    if c.eat(&Token::LParen) {
-        let open = c.position();
-        let mut depth = 1usize;
-        while depth > 0 {
-            match c.next_token() {
-                Some(Token::LParen) => depth += 1,
-                Some(Token::RParen) => depth -= 1,
-                Some(_) => {}
-                None => return Err(c.unexpected("a closing parenthesis after the COPY query")),
-            }
+/// Parses the rest of a COPY statement, after `COPY`.
+pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
+    if p.consume_token(&Token::LParen) {
+        let query = p.parse_query()?;
+        p.expect_token(&Token::RParen)?;
+        if !p.parse_keyword(Keyword::TO) {
+            return Err(SqlError::Syntax(expected("TO after COPY (query)", &p.peek_token())));
         }
-        let query = stmt.text_between(open, c.position() - 1).to_string();
-        if query.is_empty() {
-            return Err(SqlError::Parse("COPY () needs a query".into()));
-        }
-        if !c.eat_keyword("to") {
-            return Err(c.unexpected("TO after COPY (query)"));
-        }
-        return parse_to(&mut c, CopySource::Query(query));
+        return parse_to(p, CopySource::Query(query));
     }
-    let mut table = c.expect_identifier("a table name")?;
-    if c.eat(&Token::Period) {
-        if table != crate::DEFAULT_SCHEMA {
-            return Err(unsupported(&format!("schema \"{table}\" does not exist")));
-        }
-        table = c.expect_identifier("a table name")?;
-    }
-    let columns = if c.eat(&Token::LParen) {
-        let mut cols = vec![c.expect_identifier("a column name")?];
-        while c.eat(&Token::Comma) {
-            cols.push(c.expect_identifier("a column name")?);
-        }
-        c.expect(&Token::RParen)?;
-        Some(cols)
+    let table = table_name(&p.parse_object_name(false)?)?;
+    let columns = if p.consume_token(&Token::LParen) {
+        let cols = p.parse_comma_separated(|p| p.parse_identifier())?;
+        p.expect_token(&Token::RParen)?;
+        Some(cols.iter().map(ident_name).collect())
     } else {
         None
     };
-    if c.eat_keyword("to") {
-        return parse_to(&mut c, CopySource::Table { table, columns });
+    if p.parse_keyword(Keyword::TO) {
+        return parse_to(p, CopySource::Table { table, columns });
     }
-    c.expect_keyword("from")?;
-    let path = match c.next_token() {
-        Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => s.clone(),
-        Some(t) if is_keyword(t, "stdin") => {
-            return Err(unsupported(
+    p.expect_keyword_is(Keyword::FROM)?;
+    let token = p.next_token();
+    let path = match &token.token {
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => s.clone(),
+        t if is_word(t, "stdin") => {
+            return Err(not_supported(
                 "COPY ... FROM STDIN is not supported yet; name a file",
             ));
         }
-        Some(t) if is_keyword(t, "program") => {
-            return Err(unsupported("COPY ... FROM PROGRAM is not supported"));
+        t if is_word(t, "program") => {
+            return Err(not_supported("COPY ... FROM PROGRAM is not supported"));
         }
-        _ => return Err(c.unexpected_previous("a quoted file path")),
+        _ => return Err(SqlError::Syntax(expected("a quoted file path", &token))),
     };
-    let opts = parse_options(&mut c)?;
-    Ok(CopyStatement::From(CopyFrom {
+    let opts = parse_options(p)?;
+    Ok(Statement::CopyFrom(CopyFrom {
         table,
         columns,
         path,
@@ -187,22 +160,23 @@ pub fn parse_copy(stmt: &StatementText<'_>) -> Result<CopyStatement, SqlError> {
 }
 
 /// The rest of `COPY source TO 'path' [WITH] (options)` after `TO`.
-fn parse_to(c: &mut Cursor<'_>, source: CopySource) -> Result<CopyStatement, SqlError> {
-    let path = match c.next_token() {
-        Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => s.clone(),
-        Some(t) if is_keyword(t, "stdout") => {
-            return Err(unsupported(
+fn parse_to(p: &mut Parser<'_>, source: CopySource) -> Result<Statement, SqlError> {
+    let token = p.next_token();
+    let path = match &token.token {
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => s.clone(),
+        t if is_word(t, "stdout") => {
+            return Err(not_supported(
                 "COPY ... TO STDOUT is not supported; name a file (or run the query in the shell)",
             ));
         }
-        Some(t) if is_keyword(t, "program") => {
-            return Err(unsupported("COPY ... TO PROGRAM is not supported"));
+        t if is_word(t, "program") => {
+            return Err(not_supported("COPY ... TO PROGRAM is not supported"));
         }
-        _ => return Err(c.unexpected_previous("a quoted file path")),
+        _ => return Err(SqlError::Syntax(expected("a quoted file path", &token))),
     };
-    let opts = parse_options(c)?;
+    let opts = parse_options(p)?;
     let threads = opts.threads()?;
-    Ok(CopyStatement::To(CopyTo {
+    Ok(Statement::CopyTo(CopyTo {
         source,
         path,
         format: opts.into_output_format()?,
@@ -210,23 +184,37 @@ fn parse_to(c: &mut Cursor<'_>, source: CopySource) -> Result<CopyStatement, Sql
     }))
 }
 
+/// True at the end of the statement (`;` or the end of the script).
+fn at_end(p: &Parser<'_>) -> bool {
+    matches!(p.peek_token_ref().token, Token::SemiColon | Token::EOF)
+}
+
 /// `[WITH] (options)` or the legacy keyword options, up to the end of the statement.
-fn parse_options(c: &mut Cursor<'_>) -> Result<OptionSet, SqlError> {
+fn parse_options(p: &mut Parser<'_>) -> Result<OptionSet, SqlError> {
     let mut opts = OptionSet::default();
-    c.eat_keyword("with");
-    if c.eat(&Token::LParen) {
-        parse_option_list(c, &mut opts)?;
+    p.parse_keyword(Keyword::WITH);
+    if p.consume_token(&Token::LParen) {
+        parse_option_list(p, &mut opts)?;
     } else {
-        parse_legacy_options(c, &mut opts)?;
+        parse_legacy_options(p, &mut opts)?;
     }
-    if !c.at_end() {
-        return Err(c.unexpected("the end of the COPY statement"));
+    if !at_end(p) {
+        return Err(SqlError::Syntax(expected(
+            "the end of the COPY statement",
+            &p.peek_token(),
+        )));
     }
     Ok(opts)
 }
 
-fn unsupported(msg: &str) -> SqlError {
-    SqlError::Unsupported(msg.to_string())
+/// An option value that cannot be used (`DELIMITER ',,'`, `THREADS 0`...).
+fn invalid(msg: &str) -> SqlError {
+    SqlError::InvalidOption(msg.to_string())
+}
+
+/// Something COPY does not do (`FROM STDIN`, `FORMAT binary`...).
+fn not_supported(msg: &str) -> SqlError {
+    SqlError::NotSupported(msg.to_string())
 }
 
 /// One option's value as written.
@@ -282,7 +270,7 @@ impl OptionSet {
     /// Records option `name` (lowercase) with `value` (None: given without a value).
     fn set(&mut self, name: &str, value: Option<OptionValue>) -> Result<(), SqlError> {
         if self.seen.iter().any(|s| s == name) {
-            return Err(unsupported(&format!(
+            return Err(invalid(&format!(
                 "COPY option {} is given more than once",
                 name.to_uppercase()
             )));
@@ -303,7 +291,7 @@ impl OptionSet {
             "engine" => &mut self.engine,
             "binary" => return Err(binary_unsupported()),
             other => {
-                return Err(unsupported(&format!(
+                return Err(invalid(&format!(
                     "unknown COPY option {} (known options: {KNOWN_OPTIONS})",
                     other.to_uppercase()
                 )));
@@ -315,7 +303,7 @@ impl OptionSet {
             },
             (_, Some(v)) => v,
             (_, None) => {
-                return Err(SqlError::Parse(format!(
+                return Err(SqlError::InvalidOption(format!(
                     "COPY option {} needs a value",
                     name.to_uppercase()
                 )));
@@ -335,7 +323,7 @@ impl OptionSet {
             "arrow" | "ipc" | "feather" => Ok(Format::Arrow),
             "parquet" => Ok(Format::Parquet),
             "binary" => Err(binary_unsupported()),
-            other => Err(unsupported(&format!(
+            other => Err(not_supported(&format!(
                 "COPY format {other} is not supported (csv, arrow or parquet)"
             ))),
         }
@@ -351,7 +339,7 @@ impl OptionSet {
             .iter()
             .find(|n| CSV_OPTIONS.contains(&n.as_str()) && !allowed.contains(&n.as_str()))
         {
-            return Err(unsupported(&format!(
+            return Err(invalid(&format!(
                 "COPY option {} applies to FORMAT csv only",
                 bad.to_uppercase()
             )));
@@ -368,7 +356,7 @@ impl OptionSet {
                     .ok()
                     .filter(|&n: &usize| n > 0)
                     .ok_or_else(|| {
-                        unsupported(&format!(
+                        invalid(&format!(
                             "COPY THREADS must be a positive integer, got {}",
                             t.text
                         ))
@@ -384,7 +372,7 @@ impl OptionSet {
         match e.text.to_ascii_lowercase().as_str() {
             "cpu" => Ok(Engine::Cpu),
             "gpu" => Ok(Engine::Gpu),
-            _ => Err(unsupported(&format!(
+            _ => Err(invalid(&format!(
                 "COPY ENGINE must be cpu or gpu, got {}",
                 e.text
             ))),
@@ -395,7 +383,7 @@ impl OptionSet {
         if let Some(e) = &self.encoding {
             let enc = e.text.to_ascii_lowercase().replace(['-', '_'], "");
             if enc != "utf8" {
-                return Err(unsupported(&format!(
+                return Err(not_supported(&format!(
                     "COPY encoding {} is not supported (only UTF8)",
                     e.text
                 )));
@@ -404,7 +392,7 @@ impl OptionSet {
         let mut dialect = Dialect::default();
         if let Some(d) = &self.delimiter {
             dialect.delimiter = single_byte("DELIMITER", &d.text)?
-                .ok_or_else(|| unsupported("COPY DELIMITER cannot be empty"))?;
+                .ok_or_else(|| invalid("COPY DELIMITER cannot be empty"))?;
         }
         if let Some(h) = &self.header {
             dialect.header = parse_bool("HEADER", &h.text)?;
@@ -419,7 +407,7 @@ impl OptionSet {
             Some(e) => {
                 let esc = single_byte("ESCAPE", &e.text)?;
                 if esc.is_some() && dialect.quote.is_none() {
-                    return Err(unsupported(
+                    return Err(invalid(
                         "COPY ESCAPE cannot be used when quoting is disabled (QUOTE '')",
                     ));
                 }
@@ -429,14 +417,14 @@ impl OptionSet {
         };
         dialect
             .validate()
-            .map_err(|e| unsupported(&format!("invalid COPY options: {e}")))?;
+            .map_err(|e| invalid(&format!("invalid COPY options: {e}")))?;
         Ok(dialect)
     }
 
     fn into_input_format(self) -> Result<InputFormat, SqlError> {
         let format = self.format()?;
         if let Some(c) = &self.compression {
-            return Err(unsupported(&format!(
+            return Err(invalid(&format!(
                 "COPY ... FROM takes no COMPRESSION (got {}): it is read from the file",
                 c.text
             )));
@@ -445,7 +433,7 @@ impl OptionSet {
         match format {
             Format::Arrow | Format::Parquet => {
                 if self.merge.is_some() {
-                    return Err(unsupported("COPY option MERGE applies to FORMAT csv only"));
+                    return Err(invalid("COPY option MERGE applies to FORMAT csv only"));
                 }
                 let threads = self.threads()?;
                 return Ok(if format == Format::Arrow {
@@ -476,7 +464,7 @@ impl OptionSet {
                 ),
             ] {
                 if given.is_some() {
-                    return Err(unsupported(&format!(
+                    return Err(invalid(&format!(
                         "COPY option {name} applies to ENGINE cpu: {why}"
                     )));
                 }
@@ -491,13 +479,13 @@ impl OptionSet {
             opts.mode = m
                 .text
                 .parse::<ScanMode>()
-                .map_err(|e| unsupported(&format!("COPY MODE: {e}")))?;
+                .map_err(|e| invalid(&format!("COPY MODE: {e}")))?;
         }
         if let Some(m) = &self.merge {
             opts.merge = m
                 .text
                 .parse::<MergeStrategy>()
-                .map_err(|e| unsupported(&format!("COPY MERGE: {e}")))?;
+                .map_err(|e| invalid(&format!("COPY MERGE: {e}")))?;
         }
         if let Some(s) = &self.chunk_size {
             opts.chunk_size = Some(parse_size(&s.text)?);
@@ -517,7 +505,7 @@ impl OptionSet {
             (&self.engine, "ENGINE"),
         ] {
             if given.is_some() {
-                return Err(unsupported(&format!(
+                return Err(invalid(&format!(
                     "COPY option {name} applies to COPY ... FROM only"
                 )));
             }
@@ -528,7 +516,7 @@ impl OptionSet {
             .as_ref()
             .map(|c| c.text.to_ascii_lowercase());
         let bad_compression = |c: &str, known: &str| {
-            unsupported(&format!(
+            invalid(&format!(
                 "COPY COMPRESSION {c} is not supported for FORMAT {} ({known})",
                 match format {
                     Format::Csv => "csv",
@@ -563,7 +551,7 @@ impl OptionSet {
 }
 
 fn binary_unsupported() -> SqlError {
-    unsupported(
+    not_supported(
         "COPY format binary (PostgreSQL's binary COPY) is not supported; \
          use FORMAT csv, arrow or parquet",
     )
@@ -575,7 +563,7 @@ fn single_byte(option: &str, text: &str) -> Result<Option<u8>, SqlError> {
         [] => Ok(None),
         [b] if b.is_ascii() => Ok(Some(*b)),
         b"\\t" => Ok(Some(b'\t')),
-        _ => Err(unsupported(&format!(
+        _ => Err(invalid(&format!(
             "COPY {option} must be a single one-byte character, got '{text}'"
         ))),
     }
@@ -585,7 +573,7 @@ fn parse_bool(option: &str, text: &str) -> Result<bool, SqlError> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "on" | "1" | "yes" => Ok(true),
         "false" | "off" | "0" | "no" => Ok(false),
-        _ => Err(unsupported(&format!(
+        _ => Err(invalid(&format!(
             "COPY {option} requires a Boolean value (true/false/on/off), got {text}"
         ))),
     }
@@ -594,7 +582,7 @@ fn parse_bool(option: &str, text: &str) -> Result<bool, SqlError> {
 /// A byte count: `65536`, `64KiB`, `4MB`, `1 MiB` (KB = 1000 bytes, KiB = 1024 bytes).
 fn parse_size(text: &str) -> Result<usize, SqlError> {
     let err = || {
-        unsupported(&format!(
+        invalid(&format!(
             "COPY CHUNK_SIZE must be a positive byte count such as 1048576, '64KiB' or '4MB', got {text}"
         ))
     };
@@ -618,9 +606,12 @@ fn parse_size(text: &str) -> Result<usize, SqlError> {
 /// The text of a value token, or None when the token cannot be a value.
 fn value_of(token: &Token) -> Option<OptionValue> {
     match token {
-        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => {
-            Some(OptionValue { text: s.clone() })
-        }
+        Token::SingleQuotedString(s)
+        | Token::EscapedStringLiteral(s)
+        | Token::DollarQuotedString(datafusion::sql::sqlparser::tokenizer::DollarQuotedString {
+            value: s,
+            ..
+        }) => Some(OptionValue { text: s.clone() }),
         Token::Word(w) => Some(OptionValue {
             text: w.value.clone(),
         }),
@@ -629,21 +620,31 @@ fn value_of(token: &Token) -> Option<OptionValue> {
     }
 }
 
+/// The next token as an option value.
+fn next_value(p: &mut Parser<'_>, option: &str) -> Result<OptionValue, SqlError> {
+    let token = p.next_token();
+    value_of(&token.token).ok_or_else(|| {
+        SqlError::Syntax(expected(
+            &format!("a value for {}", option.to_uppercase()),
+            &token,
+        ))
+    })
+}
+
 /// `( name [value] [, ...] )` after the opening parenthesis.
-fn parse_option_list(c: &mut Cursor<'_>, opts: &mut OptionSet) -> Result<(), SqlError> {
+fn parse_option_list(p: &mut Parser<'_>, opts: &mut OptionSet) -> Result<(), SqlError> {
     loop {
-        let name = match c.next_token() {
-            Some(Token::Word(w)) => w.value.to_ascii_lowercase(),
-            _ => return Err(c.unexpected_previous("a COPY option name")),
+        let token = p.next_token();
+        let name = match &token.token {
+            Token::Word(w) => w.value.to_ascii_lowercase(),
+            _ => return Err(SqlError::Syntax(expected("a COPY option name", &token))),
         };
         let mut value: Option<OptionValue> = None;
-        while let Some(t) = c.peek() {
-            if matches!(t, Token::Comma | Token::RParen) {
-                break;
-            }
-            let v = value_of(t)
-                .ok_or_else(|| c.unexpected(&format!("a value for {}", name.to_uppercase())))?;
-            c.next_token();
+        while !matches!(
+            p.peek_token_ref().token,
+            Token::Comma | Token::RParen | Token::SemiColon | Token::EOF
+        ) {
+            let v = next_value(p, &name)?;
             value = Some(match value {
                 None => v,
                 // `CHUNK_SIZE 4 MB`: a number followed by a unit
@@ -653,40 +654,34 @@ fn parse_option_list(c: &mut Cursor<'_>, opts: &mut OptionSet) -> Result<(), Sql
             });
         }
         opts.set(&name, value)?;
-        if c.eat(&Token::RParen) {
+        if p.consume_token(&Token::RParen) {
             return Ok(());
         }
-        c.expect(&Token::Comma)?;
+        p.expect_token(&Token::Comma)?;
     }
 }
 
 /// PostgreSQL's older option syntax: `[DELIMITER [AS] 'c'] [NULL [AS] 's'] [CSV [HEADER]
 /// [QUOTE [AS] 'q'] [ESCAPE [AS] 'e']]`, in any order; wireload's own options take a value too.
-fn parse_legacy_options(c: &mut Cursor<'_>, opts: &mut OptionSet) -> Result<(), SqlError> {
-    while let Some(t) = c.next_token() {
-        let name = match t {
+fn parse_legacy_options(p: &mut Parser<'_>, opts: &mut OptionSet) -> Result<(), SqlError> {
+    while !at_end(p) {
+        let token = p.next_token();
+        let name = match &token.token {
             Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_lowercase(),
-            _ => return Err(c.unexpected_previous("a COPY option")),
+            _ => return Err(SqlError::Syntax(expected("a COPY option", &token))),
         };
         match name.as_str() {
             "csv" => opts.set("format", Some(OptionValue { text: "csv".into() }))?,
             "header" => opts.set("header", None)?,
             "binary" => opts.set("binary", None)?,
             _ => {
-                c.eat_keyword("as");
-                let v = c
-                    .peek()
-                    .and_then(value_of)
-                    .ok_or_else(|| c.unexpected(&format!("a value for {}", name.to_uppercase())))?;
-                c.next_token();
-                let v = if name == "chunk_size" && matches!(c.peek(), Some(Token::Word(_))) {
-                    let unit = c
-                        .next_token()
-                        .and_then(value_of)
-                        .map(|u| u.text)
-                        .unwrap_or_default();
+                p.parse_keyword(Keyword::AS);
+                let v = next_value(p, &name)?;
+                let v = if name == "chunk_size" && matches!(p.peek_token_ref().token, Token::Word(_))
+                {
+                    let unit = next_value(p, &name)?;
                     OptionValue {
-                        text: format!("{}{unit}", v.text),
+                        text: format!("{}{}", v.text, unit.text),
                     }
                 } else {
                     v
@@ -701,7 +696,7 @@ fn parse_legacy_options(c: &mut Cursor<'_>, opts: &mut OptionSet) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::split_statements;
+    use crate::parse::parse_script;
 
     /// A `COPY ... FROM` of CSV, flattened for the assertions.
     #[derive(Debug)]
@@ -713,14 +708,13 @@ mod tests {
         engine: Engine,
     }
 
-    fn parse_any(sql: &str) -> Result<CopyStatement, SqlError> {
-        let stmts = split_statements(sql).unwrap();
-        parse_copy(&stmts[0])
+    fn parse_any(sql: &str) -> Result<Statement, SqlError> {
+        parse_script(sql).map(|mut v| v.remove(0).statement)
     }
 
     fn parse(sql: &str) -> Result<CsvFrom, SqlError> {
         match parse_any(sql)? {
-            CopyStatement::From(CopyFrom {
+            Statement::CopyFrom(CopyFrom {
                 table,
                 columns,
                 path,
@@ -738,7 +732,7 @@ mod tests {
 
     fn parse_to(sql: &str) -> CopyTo {
         match parse_any(sql).unwrap() {
-            CopyStatement::To(to) => to,
+            Statement::CopyTo(to) => to,
             other => panic!("not a COPY TO: {other:?}"),
         }
     }
@@ -981,7 +975,7 @@ mod tests {
         assert!(err("COPY t FROM STDIN").contains("STDIN"));
         assert!(err("COPY t TO STDOUT").contains("STDOUT"));
         assert!(err("COPY (SELECT 1) FROM 'f'").contains("TO after COPY (query)"));
-        assert!(err("COPY (SELECT (1) TO 'f'").contains("closing parenthesis"));
+        assert!(err("COPY (SELECT (1) TO 'f'").starts_with("syntax error"));
         assert!(err("COPY t FROM f").contains("quoted file path"));
         assert!(err("COPY t FROM 'f' WITH (HEADER) extra").contains("end of the COPY statement"));
         assert!(err("COPY t (a, 'b') FROM 'f'").contains("column name"));
@@ -1013,9 +1007,10 @@ mod tests {
             "copy (select a, (b + 1) as c from t where s = ')' order by a) to 'q.arrow' (format arrow, threads 2)",
         );
         match &to.source {
-            CopySource::Query(q) => {
-                assert_eq!(q, "select a, (b + 1) as c from t where s = ')' order by a")
-            }
+            CopySource::Query(q) => assert_eq!(
+                q.to_string(),
+                "SELECT a, (b + 1) AS c FROM t WHERE s = ')' ORDER BY a"
+            ),
             other => panic!("{other:?}"),
         }
         assert_eq!(to.format, OutputFormat::Arrow(IpcCompression::Lz4Frame));
@@ -1043,14 +1038,14 @@ mod tests {
         );
         assert!(matches!(
             parse_any("COPY t FROM 'f.arrow' WITH (FORMAT arrow)").unwrap(),
-            CopyStatement::From(CopyFrom {
+            Statement::CopyFrom(CopyFrom {
                 format: InputFormat::Arrow { threads: None },
                 ..
             })
         ));
         assert!(matches!(
             parse_any("COPY t FROM 'f.parquet' (FORMAT 'parquet', THREADS 4)").unwrap(),
-            CopyStatement::From(CopyFrom {
+            Statement::CopyFrom(CopyFrom {
                 format: InputFormat::Parquet { threads: Some(4) },
                 ..
             })

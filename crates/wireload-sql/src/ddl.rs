@@ -1,19 +1,17 @@
-//! wireload's DDL: `CREATE TABLE ... [PARTITION BY HASH (col) PARTITIONS n]` and `DROP TABLE`.
-
-use std::str::FromStr;
+//! wireload's DDL from the parser's AST: `CREATE TABLE` (with `PARTITION BY HASH (col)
+//! PARTITIONS n`, PRIMARY KEY and UNIQUE constraints), `DROP TABLE`, `CREATE [UNIQUE] INDEX`
+//! and `DROP INDEX`.
 
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateTableOptions, Expr, HiveDistributionStyle, Ident, IndexColumn, IndexOption,
-    IndexType, ObjectName, ObjectNamePart, ObjectType, Statement, TableConstraint,
+    self, ColumnOption, CreateTableOptions, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, HiveDistributionStyle, IndexColumn, IndexOption, IndexType, ObjectName,
+    ObjectNamePart, TableConstraint,
 };
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::Token;
 use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
-use wireload_types::{ColumnDef, SqlType, TableSchema};
+use wireload_types::{ColumnDef, TableSchema};
 
-use crate::SqlError;
-use crate::tokens::{Cursor, StatementText, is_keyword};
+use crate::error::SqlError;
+use crate::types::{column_def, ident_name};
 
 /// A parsed `CREATE TABLE`.
 #[derive(Debug, Clone)]
@@ -31,45 +29,6 @@ pub struct DropTable {
     pub names: Vec<String>,
     /// `IF EXISTS` was given.
     pub if_exists: bool,
-}
-
-/// True when the statement starts with `CREATE [...] TABLE`: ours, never DataFusion's.
-pub fn is_create_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
-    if !tokens
-        .first()
-        .is_some_and(|t| is_keyword(&t.token, "create"))
-    {
-        return false;
-    }
-    // `CREATE [OR REPLACE] [GLOBAL|LOCAL] [TEMP|TEMPORARY|UNLOGGED|EXTERNAL|UNBOUNDED ...] TABLE`
-    for t in tokens.iter().skip(1).take(5) {
-        match &t.token {
-            Token::Word(w) if w.quote_style.is_none() => {
-                if w.value.eq_ignore_ascii_case("table") {
-                    return true;
-                }
-                const OBJECTS: [&str; 12] = [
-                    "view",
-                    "schema",
-                    "database",
-                    "catalog",
-                    "function",
-                    "index",
-                    "materialized",
-                    "type",
-                    "sequence",
-                    "role",
-                    "user",
-                    "extension",
-                ];
-                if OBJECTS.iter().any(|o| w.value.eq_ignore_ascii_case(o)) {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    false
 }
 
 /// A parsed `CREATE [UNIQUE] INDEX`.
@@ -101,11 +60,9 @@ impl CreateIndex {
                     .columns
                     .iter()
                     .position(|col| &col.name == c)
-                    .ok_or_else(|| {
-                        SqlError::Parse(format!(
-                            "column \"{c}\" does not exist in table \"{}\"",
-                            def.name
-                        ))
+                    .ok_or_else(|| SqlError::UndefinedColumn {
+                        table: def.name.clone(),
+                        column: c.clone(),
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -133,226 +90,18 @@ pub struct DropIndex {
     pub if_exists: bool,
 }
 
-/// True when the statement starts with `CREATE [UNIQUE] INDEX`.
-pub fn is_create_index(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
-    let mut it = tokens.iter().map(|t| &t.token);
-    it.next().is_some_and(|t| is_keyword(t, "create"))
-        && match it.next() {
-            Some(t) if is_keyword(t, "unique") => it.next().is_some_and(|t| is_keyword(t, "index")),
-            Some(t) => is_keyword(t, "index"),
-            None => false,
-        }
-}
-
-/// True when the statement is `DROP INDEX ...`.
-pub fn is_drop_index(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
-    tokens.len() >= 2
-        && is_keyword(&tokens[0].token, "drop")
-        && is_keyword(&tokens[1].token, "index")
-}
-
-/// Parses `CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON table [USING ART|HASH] (cols)
-/// [USING ART|HASH]`.
-pub fn parse_create_index(stmt: &StatementText<'_>) -> Result<CreateIndex, SqlError> {
-    let ci = match parse_one(stmt.text)? {
-        Statement::CreateIndex(ci) => ci,
-        other => {
-            return Err(SqlError::Parse(format!(
-                "expected CREATE INDEX, found {other}"
-            )));
-        }
-    };
-    if ci.predicate.is_some() || !ci.include.is_empty() || !ci.with.is_empty() {
-        return Err(not_yet("partial indexes, INCLUDE and WITH (...) are"));
-    }
-    let name = match &ci.name {
-        Some(n) => Some(table_name(n)?),
-        None => None,
-    };
-    Ok(CreateIndex {
-        name,
-        table: table_name(&ci.table_name)?,
-        columns: index_columns(&ci.columns)?,
-        unique: ci.unique,
-        kind: index_kind(ci.using.as_ref(), &ci.index_options)?,
-        if_not_exists: ci.if_not_exists,
-    })
-}
-
-/// Parses `DROP INDEX [IF EXISTS] name [, ...]`.
-pub fn parse_drop_index(stmt: &StatementText<'_>) -> Result<DropIndex, SqlError> {
-    match parse_one(stmt.text)? {
-        Statement::Drop {
-            object_type: ObjectType::Index,
-            if_exists,
-            names,
-            ..
-        } => Ok(DropIndex {
-            names: names.iter().map(table_name).collect::<Result<_, _>>()?,
-            if_exists,
-        }),
-        other => Err(SqlError::Parse(format!(
-            "expected DROP INDEX, found {other}"
-        ))),
-    }
-}
-
-/// The `CREATE INDEX` statement that recreates index `ix` of table `def`.
-pub fn create_index_sql(def: &TableDef, ix: &IndexDef) -> String {
-    let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
-    let cols: Vec<String> = ix
-        .columns
-        .iter()
-        .map(|&c| quote(&def.schema.columns[c].name))
-        .collect();
-    format!(
-        "CREATE {}INDEX {} ON {} ({}) USING {}",
-        if ix.unique { "UNIQUE " } else { "" },
-        quote(&ix.name),
-        quote(&def.name),
-        cols.join(", "),
-        ix.kind
-    )
-}
-
-/// True when the statement is `DROP TABLE ...`.
-pub fn is_drop_table(tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan]) -> bool {
-    tokens.len() >= 2
-        && is_keyword(&tokens[0].token, "drop")
-        && is_keyword(&tokens[1].token, "table")
-}
-
-/// The name an identifier denotes: unquoted lowercased, quoted kept.
-fn ident_name(ident: &Ident) -> String {
-    if ident.quote_style.is_some() {
-        ident.value.clone()
-    } else {
-        ident.value.to_lowercase()
-    }
-}
-
-/// A table name: `name` or `public.name`.
-fn table_name(name: &ObjectName) -> Result<String, SqlError> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| match p {
-            ObjectNamePart::Identifier(i) => Ok(ident_name(i)),
-            ObjectNamePart::Function(_) => {
-                Err(SqlError::Parse(format!("invalid table name {name}")))
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    match parts.as_slice() {
-        [t] => Ok(t.clone()),
-        [s, t] if s == crate::DEFAULT_SCHEMA => Ok(t.clone()),
-        [s, _] => Err(SqlError::Unsupported(format!(
-            "schema \"{s}\" does not exist; tables live in schema \"{}\"",
-            crate::DEFAULT_SCHEMA
-        ))),
-        _ => Err(SqlError::Unsupported(format!(
-            "qualified table name {name} is not supported"
-        ))),
-    }
-}
-
-fn external_table() -> SqlError {
-    SqlError::Unsupported(
-        "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
-    )
-}
-
-/// The `CREATE TABLE` statement that creates `def` (identifiers double-quoted, so any name
-/// survives the round trip through [`parse_create_table`]).
-pub fn create_table_sql(def: &TableDef) -> String {
-    let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
-    let columns: Vec<String> = def
-        .schema
-        .columns
-        .iter()
-        .map(|c| {
-            let not_null = if c.nullable { "" } else { " NOT NULL" };
-            format!("    {} {}{not_null}", quote(&c.name), c.ty)
-        })
-        .collect();
-    let mut columns = columns;
-    for ix in &def.indexes {
-        let cols: Vec<String> = ix
-            .columns
-            .iter()
-            .map(|&c| quote(&def.schema.columns[c].name))
-            .collect();
-        let what = if ix.primary { "PRIMARY KEY" } else { "UNIQUE" };
-        columns.push(format!(
-            "    CONSTRAINT {} {what} ({}) USING {}",
-            quote(&ix.name),
-            cols.join(", "),
-            ix.kind
-        ));
-    }
-    let mut sql = format!(
-        "CREATE TABLE {} (\n{}\n)",
-        quote(&def.name),
-        columns.join(",\n")
-    );
-    if let Partitioning::Hash { column, count } = def.partitioning {
-        sql.push_str(&format!(
-            " PARTITION BY HASH ({}) PARTITIONS {count}",
-            quote(&def.schema.columns[column].name)
-        ));
-    }
-    sql
-}
-
 fn not_yet(what: &str) -> SqlError {
-    SqlError::Unsupported(format!("{what} not supported yet"))
+    SqlError::NotSupported(format!("{what} not supported yet"))
 }
 
-/// Parses `CREATE TABLE [IF NOT EXISTS] name (col type [NOT NULL | NULL], ...)
-/// [PARTITION BY HASH (col) PARTITIONS n]`.
-pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlError> {
-    let before_table = stmt
-        .tokens
-        .iter()
-        .take_while(|t| !is_keyword(&t.token, "table"));
-    if before_table
-        .into_iter()
-        .any(|t| is_keyword(&t.token, "external"))
-    {
-        return Err(external_table());
-    }
-    // cut the PARTITION BY clause (not PostgreSQL syntax) off at the first top-level PARTITION
-    let mut depth = 0usize;
-    let mut cut = None;
-    for (i, t) in stmt.tokens.iter().enumerate() {
-        match &t.token {
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            tok if depth == 0 && is_keyword(tok, "partition") => {
-                cut = Some(i);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let partition = match cut {
-        Some(i) => Some(parse_partition_clause(&stmt.tokens[i..])?),
-        None => None,
-    };
-    let text = match cut {
-        Some(i) => stmt.text_before(i),
-        None => stmt.text,
-    };
-    let ct = match parse_one(text)? {
-        Statement::CreateTable(ct) => ct,
-        other => {
-            return Err(SqlError::Parse(format!(
-                "expected CREATE TABLE, found {other}"
-            )));
-        }
-    };
+/// `CREATE TABLE [IF NOT EXISTS] name (col type [NOT NULL | NULL | PRIMARY KEY | UNIQUE], ...
+/// [, [CONSTRAINT c] PRIMARY KEY | UNIQUE (cols) [USING ART|HASH]]) [PARTITION BY HASH (col)
+/// PARTITIONS n]`; `partitions` is the `PARTITIONS n` that followed the statement.
+pub fn create_table(ct: ast::CreateTable, partitions: Option<u64>) -> Result<CreateTable, SqlError> {
     if ct.external {
-        return Err(external_table());
+        return Err(SqlError::NotSupported(
+            "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
+        ));
     }
     if ct.query.is_some() {
         return Err(not_yet("CREATE TABLE ... AS SELECT is"));
@@ -364,48 +113,46 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
         return Err(not_yet("CREATE OR REPLACE TABLE is"));
     }
     if ct.temporary {
-        return Err(SqlError::Unsupported(
+        return Err(SqlError::NotSupported(
             "TEMPORARY tables are not supported (every table is in memory; use CREATE TABLE)"
                 .into(),
         ));
     }
     if ct.inherits.is_some()
         || ct.partition_of.is_some()
-        || ct.partition_by.is_some()
         || ct.table_options != CreateTableOptions::None
         || ct.hive_distribution != HiveDistributionStyle::NONE
     {
-        return Err(SqlError::Unsupported(
-            "unsupported CREATE TABLE clause; wireload accepts CREATE TABLE [IF NOT EXISTS] name (column type \
-             [NOT NULL], ...) [PARTITION BY HASH (column) PARTITIONS n]"
+        return Err(SqlError::NotSupported(
+            "unsupported CREATE TABLE clause; wireload accepts CREATE TABLE [IF NOT EXISTS] name \
+             (column type [NOT NULL], ...) [PARTITION BY HASH (column) PARTITIONS n]"
                 .into(),
         ));
     }
     let name = table_name(&ct.name)?;
     if ct.columns.is_empty() {
-        return Err(SqlError::Parse(format!(
+        return Err(SqlError::InvalidOption(format!(
             "table \"{name}\" needs at least one column"
         )));
     }
     let mut columns = Vec::with_capacity(ct.columns.len());
-    // (constraint name, primary, column names, structure), in declaration order
+    // constraints in declaration order
     let mut keys: Vec<KeySpec> = Vec::new();
     for col in &ct.columns {
-        let col_name = ident_name(&col.name);
-        let mut nullable = true;
-        for opt in &col.options {
-            let name = opt.name.as_ref().map(ident_name);
+        let (column, options) = column_def(col)?;
+        let col_name = column.name.clone();
+        for opt in options {
+            // `CONSTRAINT c PRIMARY KEY` on a column names the constraint
+            let named = opt.name.as_ref().map(ident_name);
             match &opt.option {
-                ColumnOption::Null => nullable = true,
-                ColumnOption::NotNull => nullable = false,
                 ColumnOption::PrimaryKey(pk) => keys.push(KeySpec {
-                    name: name.or(pk.name.as_ref().map(ident_name)),
+                    name: named.or(pk.name.as_ref().map(ident_name)),
                     primary: true,
                     columns: vec![col_name.clone()],
                     kind: index_kind(pk.index_type.as_ref(), &pk.index_options)?,
                 }),
                 ColumnOption::Unique(u) => keys.push(KeySpec {
-                    name: name.or(u.name.as_ref().map(ident_name)),
+                    name: named.or(u.name.as_ref().map(ident_name)),
                     primary: false,
                     columns: vec![col_name.clone()],
                     kind: index_kind(u.index_type.as_ref(), &u.index_options)?,
@@ -413,17 +160,7 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
                 other => return Err(not_yet(&format!("column \"{col_name}\": {other} is"))),
             }
         }
-        let ty = SqlType::from_str(&col.data_type.to_string()).map_err(|e| {
-            SqlError::Unsupported(format!(
-                "column \"{col_name}\": unsupported type {}: {e}",
-                col.data_type
-            ))
-        })?;
-        columns.push(ColumnDef {
-            name: col_name,
-            ty,
-            nullable,
-        });
+        columns.push(column);
     }
     for c in &ct.constraints {
         keys.push(match c {
@@ -445,12 +182,13 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
     let mut indexes = Vec::with_capacity(keys.len());
     for k in keys {
         let mut positions = Vec::with_capacity(k.columns.len());
-        for name in &k.columns {
+        for col in &k.columns {
             let pos = columns
                 .iter()
-                .position(|c: &ColumnDef| &c.name == name)
-                .ok_or_else(|| {
-                    SqlError::Parse(format!("column \"{name}\" named in key does not exist"))
+                .position(|c: &ColumnDef| &c.name == col)
+                .ok_or_else(|| SqlError::UndefinedColumn {
+                    table: name.clone(),
+                    column: col.clone(),
                 })?;
             if k.primary {
                 // PRIMARY KEY implies NOT NULL (as in PostgreSQL)
@@ -458,7 +196,7 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
             }
             positions.push(pos);
         }
-        let name = k.name.unwrap_or_else(|| {
+        let index_name = k.name.unwrap_or_else(|| {
             if k.primary {
                 format!("{name}_pkey")
             } else {
@@ -466,29 +204,71 @@ pub fn parse_create_table(stmt: &StatementText<'_>) -> Result<CreateTable, SqlEr
             }
         });
         indexes.push(IndexDef {
-            name,
+            name: index_name,
             columns: positions,
             unique: true,
             primary: k.primary,
             kind: k.kind,
         });
     }
-    let partitioning = match partition {
-        None => Partitioning::Single,
-        Some((col, count)) => {
-            let column = columns.iter().position(|c| c.name == col).ok_or_else(|| {
-                SqlError::Parse(format!(
-                    "partition column \"{col}\" is not a column of table \"{name}\""
-                ))
-            })?;
-            Partitioning::Hash { column, count }
-        }
-    };
+    let partitioning = partitioning(&name, &columns, ct.partition_by.as_deref(), partitions)?;
     let def = TableDef::new(name, TableSchema { columns }, partitioning)?.with_indexes(indexes)?;
     Ok(CreateTable {
         def,
         if_not_exists: ct.if_not_exists,
     })
+}
+
+/// The partitioning `PARTITION BY HASH (col) PARTITIONS n` gives (the parser reads `HASH (col)`
+/// as a call of a function HASH).
+fn partitioning(
+    table: &str,
+    columns: &[ColumnDef],
+    by: Option<&Expr>,
+    partitions: Option<u64>,
+) -> Result<Partitioning, SqlError> {
+    let only = "only PARTITION BY HASH (column) PARTITIONS n is supported";
+    let Some(by) = by else {
+        return match partitions {
+            None => Ok(Partitioning::Single),
+            Some(_) => Err(SqlError::InvalidOption(format!(
+                "PARTITIONS n needs PARTITION BY HASH (column); {only}"
+            ))),
+        };
+    };
+    let Expr::Function(f) = by else {
+        return Err(SqlError::NotSupported(format!("PARTITION BY {by}: {only}")));
+    };
+    if !f.name.to_string().eq_ignore_ascii_case("hash") {
+        return Err(SqlError::NotSupported(format!("PARTITION BY {by}: {only}")));
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(SqlError::NotSupported(format!("PARTITION BY {by}: {only}")));
+    };
+    let column = match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(id)))] => ident_name(id),
+        [_, _, ..] => {
+            return Err(SqlError::NotSupported(
+                "partitioning by more than one column is not supported".into(),
+            ));
+        }
+        _ => return Err(SqlError::NotSupported(format!("PARTITION BY {by}: {only}"))),
+    };
+    let Some(count) = partitions else {
+        return Err(SqlError::InvalidOption(format!(
+            "PARTITION BY HASH ({column}) needs the number of partitions: PARTITIONS n"
+        )));
+    };
+    let column = columns
+        .iter()
+        .position(|c| c.name == column)
+        .ok_or_else(|| SqlError::UndefinedColumn {
+            table: table.to_string(),
+            column,
+        })?;
+    let count = usize::try_from(count)
+        .map_err(|_| SqlError::InvalidOption(format!("PARTITIONS {count} is too many")))?;
+    Ok(Partitioning::Hash { column, count })
 }
 
 /// A PRIMARY KEY or UNIQUE constraint as written.
@@ -516,7 +296,7 @@ pub(crate) fn index_kind(
         None | Some(IndexType::BTree) => Ok(IndexKind::Art),
         Some(IndexType::Hash) => Ok(IndexKind::Hash),
         Some(IndexType::Custom(id)) if id.value.eq_ignore_ascii_case("art") => Ok(IndexKind::Art),
-        Some(other) => Err(SqlError::Unsupported(format!(
+        Some(other) => Err(SqlError::NotSupported(format!(
             "index type {other} is not supported; use USING ART or USING HASH"
         ))),
     }
@@ -530,14 +310,14 @@ pub(crate) fn index_columns(cols: &[IndexColumn]) -> Result<Vec<String>, SqlErro
                 || c.column.options.asc.is_some()
                 || c.column.options.nulls_first.is_some()
             {
-                return Err(SqlError::Unsupported(format!(
+                return Err(SqlError::NotSupported(format!(
                     "key column {} : operator classes and ordering options are not supported",
                     c.column
                 )));
             }
             match &c.column.expr {
                 Expr::Identifier(id) => Ok(ident_name(id)),
-                other => Err(SqlError::Unsupported(format!(
+                other => Err(SqlError::NotSupported(format!(
                     "only plain columns can be keys, not {other}"
                 ))),
             }
@@ -545,68 +325,63 @@ pub(crate) fn index_columns(cols: &[IndexColumn]) -> Result<Vec<String>, SqlErro
         .collect()
 }
 
-/// `PARTITION BY HASH (col) PARTITIONS n`, to the end of the statement.
-fn parse_partition_clause(
-    tokens: &[datafusion::sql::sqlparser::tokenizer::TokenWithSpan],
-) -> Result<(String, usize), SqlError> {
-    let mut c = Cursor::new(tokens);
-    c.expect_keyword("partition")?;
-    c.expect_keyword("by")?;
-    if !c.eat_keyword("hash") {
-        return Err(
-            c.unexpected("HASH (only PARTITION BY HASH (column) PARTITIONS n is supported)")
-        );
+/// `CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON table [USING ART|HASH] (cols)
+/// [USING ART|HASH]`.
+pub fn create_index(ci: ast::CreateIndex) -> Result<CreateIndex, SqlError> {
+    if ci.predicate.is_some() || !ci.include.is_empty() || !ci.with.is_empty() {
+        return Err(not_yet("partial indexes, INCLUDE and WITH (...) are"));
     }
-    c.expect(&Token::LParen)?;
-    let column = c.expect_identifier("the partitioning column")?;
-    if c.peek() == Some(&Token::Comma) {
-        return Err(SqlError::Unsupported(
-            "partitioning by more than one column is not supported".into(),
-        ));
-    }
-    c.expect(&Token::RParen)?;
-    c.expect_keyword("partitions")?;
-    let count = match c.next_token() {
-        Some(Token::Number(n, _)) => n.parse::<usize>().map_err(|_| {
-            SqlError::Parse(format!("PARTITIONS must be a positive integer, got {n}"))
-        })?,
-        _ => return Err(c.unexpected_previous("the number of partitions")),
+    let name = match &ci.name {
+        Some(n) => Some(table_name(n)?),
+        None => None,
     };
-    if !c.at_end() {
-        return Err(c.unexpected("the end of the CREATE TABLE statement"));
-    }
-    Ok((column, count))
+    Ok(CreateIndex {
+        name,
+        table: table_name(&ci.table_name)?,
+        columns: index_columns(&ci.columns)?,
+        unique: ci.unique,
+        kind: index_kind(ci.using.as_ref(), &ci.index_options)?,
+        if_not_exists: ci.if_not_exists,
+    })
 }
 
-/// Parses `DROP TABLE [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
-pub fn parse_drop_table(stmt: &StatementText<'_>) -> Result<DropTable, SqlError> {
-    match parse_one(stmt.text)? {
-        Statement::Drop {
-            object_type: ObjectType::Table,
-            if_exists,
-            names,
-            ..
-        } => {
-            let names = names
-                .iter()
-                .map(table_name)
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(DropTable { names, if_exists })
-        }
-        other => Err(SqlError::Parse(format!(
-            "expected DROP TABLE, found {other}"
+/// `DROP TABLE [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
+pub fn drop_table(names: &[ObjectName], if_exists: bool) -> Result<DropTable, SqlError> {
+    Ok(DropTable {
+        names: names.iter().map(table_name).collect::<Result<_, _>>()?,
+        if_exists,
+    })
+}
+
+/// `DROP INDEX [IF EXISTS] name [, ...]`.
+pub fn drop_index(names: &[ObjectName], if_exists: bool) -> Result<DropIndex, SqlError> {
+    Ok(DropIndex {
+        names: names.iter().map(table_name).collect::<Result<_, _>>()?,
+        if_exists,
+    })
+}
+
+/// A table (or index) name: `name` or `public.name`.
+pub(crate) fn table_name(name: &ObjectName) -> Result<String, SqlError> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Ok(ident_name(i)),
+            ObjectNamePart::Function(_) => Err(SqlError::NotSupported(format!(
+                "invalid table name {name}"
+            ))),
+        })
+        .collect::<Result<_, _>>()?;
+    match parts.as_slice() {
+        [t] => Ok(t.clone()),
+        [s, t] if s == wireload_query::DEFAULT_SCHEMA => Ok(t.clone()),
+        [s, _] => Err(SqlError::NotSupported(format!(
+            "schema \"{s}\" does not exist; tables live in schema \"{}\"",
+            wireload_query::DEFAULT_SCHEMA
         ))),
-    }
-}
-
-/// Parses exactly one statement with the PostgreSQL dialect.
-fn parse_one(text: &str) -> Result<Statement, SqlError> {
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text)
-        .map_err(|e| SqlError::Parse(e.to_string()))?;
-    match stmts.len() {
-        1 => Ok(stmts.remove(0)),
-        n => Err(SqlError::Parse(format!(
-            "expected one statement, found {n}"
+        _ => Err(SqlError::NotSupported(format!(
+            "qualified table name {name} is not supported"
         ))),
     }
 }
@@ -614,25 +389,28 @@ fn parse_one(text: &str) -> Result<Statement, SqlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::split_statements;
+    use crate::parse::{Statement, parse_script};
+
+    fn parse(sql: &str) -> Result<Statement, SqlError> {
+        parse_script(sql).map(|mut v| v.remove(0).statement)
+    }
 
     fn create(sql: &str) -> TableDef {
-        let stmts = split_statements(sql).unwrap();
-        parse_create_table(&stmts[0]).unwrap().def
+        match parse(sql).unwrap() {
+            Statement::CreateTable(c) => c.def,
+            other => panic!("{other:?}"),
+        }
     }
 
     fn create_err(sql: &str) -> String {
-        let stmts = split_statements(sql).unwrap();
-        parse_create_table(&stmts[0]).unwrap_err().to_string()
+        parse(sql).unwrap_err().to_string()
     }
 
     fn drop(sql: &str) -> Result<DropTable, SqlError> {
-        let stmts = split_statements(sql).unwrap();
-        parse_drop_table(&stmts[0])
-    }
-
-    fn tokens(sql: &str) -> Vec<datafusion::sql::sqlparser::tokenizer::TokenWithSpan> {
-        split_statements(sql).unwrap().remove(0).tokens
+        match parse(sql)? {
+            Statement::DropTable(d) => Ok(d),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -640,11 +418,8 @@ mod tests {
         let sql = "CREATE TABLE \"Odd \"\"name\"\"\" (a BOOLEAN NOT NULL, \"order\" SMALLINT, c INTEGER, \
                    d BIGINT, e REAL, f DOUBLE PRECISION, g DECIMAL(38,10), h DATE, i TIMESTAMP, \
                    j CHAR(3), k VARCHAR(7), l VARCHAR, m TEXT) PARTITION BY HASH (\"order\") PARTITIONS 3";
-        let stmts = split_statements(sql).unwrap();
-        let def = parse_create_table(&stmts[0]).unwrap().def;
-        let again = create_table_sql(&def);
-        let stmts = split_statements(&again).unwrap();
-        let back = parse_create_table(&stmts[0]).unwrap().def;
+        let def = create(sql);
+        let back = create(&def.create_sql());
         assert_eq!(back.name, "Odd \"name\"");
         assert_eq!(back.schema, def.schema);
         assert_eq!(back.partitioning, def.partitioning);
@@ -658,28 +433,9 @@ mod tests {
         let keyed = create(
             "CREATE TABLE k (a INT, \"B c\" TEXT, PRIMARY KEY (\"B c\", a) USING HASH, UNIQUE (a))",
         );
-        let back = create(&create_table_sql(&keyed));
+        let back = create(&keyed.create_sql());
         assert_eq!(back.indexes, keyed.indexes);
         assert_eq!(back.schema, keyed.schema);
-    }
-
-    #[test]
-    fn recognizes_our_statements() {
-        assert!(is_create_table(&tokens("CREATE TABLE t (a INT)")));
-        assert!(is_create_table(&tokens("create temporary table t (a INT)")));
-        assert!(is_create_table(&tokens(
-            "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'"
-        )));
-        assert!(is_create_table(&tokens(
-            "CREATE OR REPLACE TABLE t AS SELECT 1"
-        )));
-        assert!(!is_create_table(&tokens("CREATE VIEW v AS SELECT 1")));
-        assert!(!is_create_table(&tokens(
-            "CREATE OR REPLACE VIEW table AS SELECT 1"
-        )));
-        assert!(!is_create_table(&tokens("SELECT 1")));
-        assert!(is_drop_table(&tokens("DROP TABLE t")));
-        assert!(!is_drop_table(&tokens("DROP VIEW t")));
     }
 
     #[test]
@@ -715,6 +471,8 @@ mod tests {
         assert_eq!(nullable, vec![false, true, false]);
         let pk = create("CREATE TABLE u (id BIGINT PRIMARY KEY, x INT)");
         assert_eq!(pk.primary_key().map(|k| k.columns.clone()), Some(vec![0]));
+        let named = create("CREATE TABLE u (id BIGINT CONSTRAINT u_key PRIMARY KEY)");
+        assert_eq!(named.indexes[0].name, "u_key");
     }
 
     #[test]
@@ -723,7 +481,10 @@ mod tests {
             create_err("CREATE TABLE t (a INT, PRIMARY KEY (a), PRIMARY KEY (a))")
                 .contains("multiple primary keys")
         );
-        assert!(create_err("CREATE TABLE t (a INT, PRIMARY KEY (b))").contains("\"b\""));
+        assert!(matches!(
+            parse("CREATE TABLE t (a INT, PRIMARY KEY (b))"),
+            Err(SqlError::UndefinedColumn { column, .. }) if column == "b"
+        ));
         assert!(create_err("CREATE TABLE t (a INT, UNIQUE (a) USING gin)").contains("USING ART"));
         assert!(create_err("CREATE TABLE t (a INT, UNIQUE (a, a))").contains("twice"));
         assert!(create_err("CREATE TABLE t (a INT, CHECK (a > 0))").contains("not supported yet"));
@@ -733,12 +494,24 @@ mod tests {
         assert!(create_err("CREATE TEMP TABLE t (a INT)").contains("TEMPORARY"));
         assert!(create_err("CREATE TABLE s.t (a INT)").contains("schema \"s\""));
         assert!(create_err("CREATE TABLE t (a INT").starts_with("syntax error"));
+        assert!(create_err("CREATE TABLE t (a INTEGRAL)").contains("column \"a\""));
+        assert!(create_err("CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'").contains("EXTERNAL"));
     }
 
     #[test]
-    fn partition_clause_errors() {
+    fn partition_clause() {
+        assert_eq!(
+            create("CREATE TABLE t (\"Key\" INT, b INT) PARTITION BY HASH (\"Key\") PARTITIONS 8")
+                .partitioning,
+            Partitioning::Hash { column: 0, count: 8 }
+        );
+        assert_eq!(
+            create("create table t (b int, key int) partition by hash (KEY) partitions 3")
+                .partitioning,
+            Partitioning::Hash { column: 1, count: 3 }
+        );
         assert!(create_err("CREATE TABLE t (a INT) PARTITION BY RANGE (a)").contains("HASH"));
-        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a)").contains("partitions"));
+        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a)").contains("PARTITIONS n"));
         assert!(
             create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a, b) PARTITIONS 2")
                 .contains("more than one")
@@ -749,16 +522,10 @@ mod tests {
         );
         assert!(
             create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS 2 junk")
-                .contains("end of")
+                .contains("end of the statement")
         );
-    }
-
-    #[test]
-    fn partition_clause_parses() {
-        let t = tokens("PARTITION BY HASH (\"Key\") PARTITIONS 8");
-        assert_eq!(parse_partition_clause(&t).unwrap(), ("Key".to_string(), 8));
-        let t = tokens("partition by hash (KEY) partitions 3");
-        assert_eq!(parse_partition_clause(&t).unwrap(), ("key".to_string(), 3));
+        assert!(create_err("CREATE TABLE t (a INT) PARTITIONS 2").contains("PARTITION BY"));
+        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS 0").contains("PARTITIONS"));
     }
 
     #[test]
@@ -779,6 +546,28 @@ mod tests {
                 if_exists: false
             }
         );
-        assert!(drop("DROP TABLE").is_err());
+        assert!(parse("DROP TABLE").is_err());
+    }
+
+    #[test]
+    fn create_index_parses() {
+        let Statement::CreateIndex(ci) =
+            parse("CREATE UNIQUE INDEX IF NOT EXISTS ix ON public.t USING hash (a, \"B\")").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            ci,
+            CreateIndex {
+                name: Some("ix".into()),
+                table: "t".into(),
+                columns: vec!["a".into(), "B".into()],
+                unique: true,
+                kind: IndexKind::Hash,
+                if_not_exists: true
+            }
+        );
+        assert!(parse("CREATE INDEX ix ON t (a) WHERE a > 1").unwrap_err().to_string().contains("partial"));
+        assert!(parse("CREATE INDEX ix ON t (a + 1)").unwrap_err().to_string().contains("plain columns"));
     }
 }

@@ -1,7 +1,22 @@
-//! SQL over wireload tables: an embedded DataFusion session whose tables are wireload
-//! snapshots, plus wireload's own statements (`CREATE TABLE ... PARTITION BY`,
-//! `DROP TABLE`, PostgreSQL-style `COPY ... FROM`, on the CPU loader or, with
-//! `ENGINE gpu`, on the GPU loader of `wireload_gpu`).
+//! The statement layer of wireload: a script is parsed once ([`parse_script`], sqlparser's
+//! PostgreSQL dialect, extended for wireload's COPY options, EXPORT/IMPORT DATABASE and
+//! `PARTITION BY HASH ... PARTITIONS n`) and each statement is routed on its AST: wireload's
+//! DDL, COPY and EXPORT/IMPORT run here (loads on the CPU loader or, with `ENGINE gpu`, on the
+//! GPU loader of `wireload_gpu`), everything else is planned by DataFusion from its AST
+//! (`wireload_query`'s session, which keeps insertion order).
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use wireload_load::LoadControl;
+//! use wireload_sql::{Database, DbConfig, StatementOutput};
+//! let db = Database::new(DbConfig { threads: Some(2) });
+//! let out = db
+//!     .execute("CREATE TABLE t (id INT); SELECT count(*) AS n FROM t", &LoadControl::default())
+//!     .await
+//!     .unwrap();
+//! assert!(matches!(&out[1], StatementOutput::Rows { batches, .. } if batches[0].num_rows() == 1));
+//! # });
+//! ```
 #![deny(missing_docs)]
 // `SqlError` carries a `LoadError` and a `DataFusionError` by value (the public API), so
 // every `Result<_, SqlError>` is large; statements are not a hot path.
@@ -9,11 +24,10 @@
 
 mod copy;
 mod ddl;
+mod error;
 mod export;
-mod index_scan;
-mod provider;
-mod scan;
-mod tokens;
+mod parse;
+mod types;
 mod unload;
 
 use std::path::{Path, PathBuf};
@@ -22,66 +36,25 @@ use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::common::config::Dialect as SqlDialect;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
 use wireload_gpu::{GpuError, GpuOptions, GpuReport};
 use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
-use wireload_storage::{Catalog, StorageError, Table};
+use wireload_query::CatalogSchema;
+use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef};
+use wireload_unload::export::Export as ExportFiles;
 
-pub use provider::{CatalogSchema, SnapshotTable};
-pub use scan::SnapshotScanExec;
+pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
+pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable};
+pub use error::{SqlError, SqlState};
+pub use export::{Export, Import};
+pub use parse::{Parsed, Statement, is_complete, parse_script};
+pub use types::{parse_columns, sql_type};
+pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
 
-use crate::copy::{CopyFrom, CopySource, CopyStatement, CopyTo, Engine, InputFormat};
-use crate::tokens::{StatementText, is_keyword};
 use crate::unload::BinaryFormat;
-
-/// The catalog DataFusion sees wireload's tables in.
-pub const DEFAULT_CATALOG: &str = "wireload";
-/// The schema wireload's tables live in.
-pub const DEFAULT_SCHEMA: &str = "public";
-
-/// Errors of SQL statements.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SqlError {
-    /// The statement text could not be parsed.
-    #[error("syntax error: {0}")]
-    Parse(String),
-    /// A load failed; the table is unchanged.
-    #[error("{error}\ntable \"{table}\" is unchanged")]
-    Load {
-        /// table that was being loaded
-        table: String,
-        /// why
-        error: wireload_load::LoadError,
-    },
-    /// A GPU load (`ENGINE gpu`) failed for a reason of its own (no GPU, a CUDA error, input
-    /// it cannot load); the table is unchanged. Errors in the input are [`SqlError::Load`],
-    /// exactly as the CPU loader reports them.
-    #[error("{error}\ntable \"{table}\" is unchanged")]
-    Gpu {
-        /// table that was being loaded
-        table: String,
-        /// why
-        error: GpuError,
-    },
-    /// Catalog errors (table exists, no such table...).
-    #[error(transparent)]
-    Storage(#[from] wireload_storage::StorageError),
-    /// Errors from DataFusion while planning or running a query.
-    #[error(transparent)]
-    DataFusion(#[from] datafusion::error::DataFusionError),
-    /// Writing or reading an unloaded file failed; nothing was left half-written.
-    #[error(transparent)]
-    Unload(#[from] wireload_unload::UnloadError),
-    /// An export directory could not be written or imported; the database is unchanged.
-    #[error("{0}")]
-    Export(String),
-    /// Anything else the user asked for that cannot be done.
-    #[error("{0}")]
-    Unsupported(String),
-}
 
 /// What one statement produced.
 #[derive(Debug)]
@@ -184,20 +157,8 @@ impl Database {
             .thread_name(|i| format!("wireload-load-{i}"))
             .build()
             .expect("cannot start the load thread pool");
-        let mut session = SessionConfig::new()
-            .with_target_partitions(threads)
-            .with_information_schema(true)
-            .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_SCHEMA);
-        session.options_mut().sql_parser.dialect = SqlDialect::PostgreSQL;
-        let ctx = SessionContext::new_with_config(session);
         let catalog = Arc::new(Catalog::default());
-        let schema = Arc::new(CatalogSchema::new(Arc::clone(&catalog)));
-        let df_catalog = ctx
-            .catalog(DEFAULT_CATALOG)
-            .expect("the default catalog exists");
-        df_catalog
-            .register_schema(DEFAULT_SCHEMA, Arc::clone(&schema) as _)
-            .expect("the default catalog accepts schemas");
+        let (ctx, schema) = wireload_query::new_session(Arc::clone(&catalog), threads);
         Database {
             catalog,
             schema,
@@ -222,22 +183,70 @@ impl Database {
         self.threads
     }
 
-    /// Runs one or more `;`-separated statements in order, stopping at the first error;
-    /// returns one output per statement. Loads watch `ctl` for cancellation and report progress in it.
+    /// Runs the statements of `sql` in order, stopping at the first error; returns one
+    /// output per statement. The whole script is parsed first: a syntax error anywhere runs
+    /// nothing. Loads watch `ctl` for cancellation and report progress in it.
     pub async fn execute(
         &self,
         sql: &str,
         ctl: &LoadControl,
     ) -> Result<Vec<StatementOutput>, SqlError> {
-        let statements = tokens::split_statements(sql)?;
+        let statements = parse_script(sql)?;
         let mut outputs = Vec::with_capacity(statements.len());
-        for statement in &statements {
-            outputs.push(self.execute_statement(statement, ctl).await?);
+        for parsed in statements {
+            outputs.push(self.execute_statement(parsed.statement, ctl).await?);
         }
         Ok(outputs)
     }
 
-    /// Loads `source` into table `table` on the database's load threads, off the async runtime.
+    /// Runs one parsed statement.
+    pub async fn execute_statement(
+        &self,
+        statement: Statement,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        match statement {
+            Statement::Query(q) => self.run_query(*q).await,
+            Statement::CreateTable(c) => {
+                self.create_table(c.def, c.if_not_exists)?;
+                Ok(StatementOutput::Done("CREATE TABLE".into()))
+            }
+            Statement::DropTable(d) => self.drop_tables(&d),
+            Statement::CreateIndex(c) => self.create_index(c).await,
+            Statement::DropIndex(d) => self.drop_index(&d),
+            Statement::CopyFrom(c) => self.copy_from(c, ctl).await.map(StatementOutput::Loaded),
+            Statement::CopyTo(c) => self.copy_to(c, ctl).await.map(StatementOutput::Unloaded),
+            Statement::Export(e) => self.export(e, ctl).await.map(StatementOutput::Done),
+            Statement::Import(i) => self.import(i, ctl).await.map(StatementOutput::Done),
+        }
+    }
+
+    /// Creates the empty table `def`; with `if_not_exists` an existing table (or view) of
+    /// that name is no error (and is left as it is).
+    pub fn create_table(&self, def: TableDef, if_not_exists: bool) -> Result<(), SqlError> {
+        let name = def.name.clone();
+        if self.catalog.table(&name).is_none() {
+            for ix in &def.indexes {
+                if let Some(owner) = self.index_owner(&ix.name) {
+                    return Err(SqlError::DuplicateIndex {
+                        index: ix.name.clone(),
+                        table: owner.name().to_string(),
+                    });
+                }
+            }
+        }
+        if self.schema.has_other(&name) {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(SqlError::Storage(StorageError::TableExists(name)));
+        }
+        self.catalog.create_table(def, if_not_exists)?;
+        Ok(())
+    }
+
+    /// Loads `source` into table `table` on the database's load threads (or a pool of
+    /// `options.threads`), off the async runtime.
     pub async fn load(
         &self,
         table: &str,
@@ -248,18 +257,18 @@ impl Database {
         let target = self.table(table)?;
         let name = target.name().to_string();
         let ctl = ctl.clone();
-        self.run_blocking(None, move || {
+        self.run_blocking(options.threads, move || {
             wireload_load::load_into(&target, &source, &options, &ctl)
                 .map_err(|error| SqlError::Load { table: name, error })
         })
         .await
     }
 
-    /// Loads the CSV `source` in `dialect` into table `table` on the GPU (the emulator when
-    /// `WIRELOAD_GPU=emulate`), off the async runtime; the host side runs on the database's
-    /// load threads (or a pool of `threads`). Without a GPU this fails with
-    /// [`SqlError::Gpu`] holding [`GpuError::NoGpu`]; errors in the input are
-    /// [`SqlError::Load`], as the CPU loader reports them. On any error the table is unchanged.
+    /// Loads the CSV `source` in `dialect` into table `table` on the GPU, off the async
+    /// runtime; the host side runs on the database's load threads (or a pool of `threads`).
+    /// Without a GPU this fails with [`SqlError::Gpu`] holding [`GpuError::NoGpu`]; errors in
+    /// the input are [`SqlError::Load`], as the CPU loader reports them. On any error the
+    /// table is unchanged.
     pub async fn load_gpu(
         &self,
         table: &str,
@@ -292,7 +301,7 @@ impl Database {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(n)
                     .build()
-                    .map_err(|e| SqlError::Unsupported(format!("cannot start {n} threads: {e}")))?,
+                    .map_err(|e| SqlError::Resources(format!("cannot start {n} threads: {e}")))?,
             ),
             _ => Arc::clone(&self.pool),
         };
@@ -301,96 +310,50 @@ impl Database {
             Ok(_) => match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => Err(SqlError::Unsupported(format!("the work was aborted: {e}"))),
+                Err(_) => Err(SqlError::Cancelled),
             },
             // not on a tokio runtime: nothing to keep unblocked
             Err(_) => work(),
         }
     }
 
+    /// The table called `name` (a view of that name is an error of its own).
     fn table(&self, name: &str) -> Result<Arc<Table>, SqlError> {
         self.catalog.table(name).ok_or_else(|| {
             if self.schema.has_other(name) {
-                SqlError::Unsupported(format!("\"{name}\" is a view, not a table"))
+                SqlError::WrongObjectType {
+                    name: name.to_string(),
+                    is: "view",
+                    wanted: "table",
+                    hint: String::new(),
+                }
             } else {
-                SqlError::Storage(StorageError::NoSuchTable(name.to_string()))
+                SqlError::UndefinedTable(name.to_string())
             }
         })
     }
 
-    async fn execute_statement(
-        &self,
-        stmt: &StatementText<'_>,
-        ctl: &LoadControl,
-    ) -> Result<StatementOutput, SqlError> {
-        let first = &stmt.tokens[0].token;
-        if is_keyword(first, "copy") {
-            return match copy::parse_copy(stmt)? {
-                CopyStatement::From(from) => {
-                    self.copy_from(from, ctl).await.map(StatementOutput::Loaded)
+    fn drop_tables(&self, drop: &DropTable) -> Result<StatementOutput, SqlError> {
+        // check every name first: a failing DROP drops nothing
+        for name in &drop.names {
+            if self.catalog.table(name).is_none() {
+                if self.schema.has_other(name) {
+                    return Err(SqlError::WrongObjectType {
+                        name: name.clone(),
+                        is: "view",
+                        wanted: "table",
+                        hint: format!("; use DROP VIEW {name}"),
+                    });
                 }
-                CopyStatement::To(to) => self.copy_to(to, ctl).await.map(StatementOutput::Unloaded),
-            };
-        }
-        if let Some(export) = export::parse(stmt)? {
-            return self
-                .export_or_import(export, ctl)
-                .await
-                .map(StatementOutput::Done);
-        }
-        if ddl::is_create_index(&stmt.tokens) {
-            let create = ddl::parse_create_index(stmt)?;
-            return self.create_index(create).await;
-        }
-        if ddl::is_drop_index(&stmt.tokens) {
-            let drop = ddl::parse_drop_index(stmt)?;
-            return self.drop_index(drop);
-        }
-        if ddl::is_create_table(&stmt.tokens) {
-            let create = ddl::parse_create_table(stmt)?;
-            let name = create.def.name.clone();
-            if self.catalog.table(&name).is_none() {
-                for ix in &create.def.indexes {
-                    if let Some(owner) = self.index_owner(&ix.name) {
-                        return Err(SqlError::Unsupported(format!(
-                            "an index called \"{}\" already exists (on table \"{}\")",
-                            ix.name,
-                            owner.name()
-                        )));
-                    }
+                if !drop.if_exists {
+                    return Err(SqlError::UndefinedTable(name.clone()));
                 }
             }
-            if self.schema.has_other(&name) {
-                if create.if_not_exists {
-                    return Ok(StatementOutput::Done("CREATE TABLE".into()));
-                }
-                return Err(SqlError::Storage(StorageError::TableExists(name)));
-            }
-            self.catalog
-                .create_table(create.def, create.if_not_exists)?;
-            return Ok(StatementOutput::Done("CREATE TABLE".into()));
         }
-        if ddl::is_drop_table(&stmt.tokens) {
-            let drop = ddl::parse_drop_table(stmt)?;
-            // check every name first: a failing DROP drops nothing
-            for name in &drop.names {
-                if self.catalog.table(name).is_none() {
-                    if self.schema.has_other(name) {
-                        return Err(SqlError::Unsupported(format!(
-                            "\"{name}\" is a view; use DROP VIEW {name}"
-                        )));
-                    }
-                    if !drop.if_exists {
-                        return Err(SqlError::Storage(StorageError::NoSuchTable(name.clone())));
-                    }
-                }
-            }
-            for name in &drop.names {
-                self.catalog.drop_table(name, true)?;
-            }
-            return Ok(StatementOutput::Done("DROP TABLE".into()));
+        for name in &drop.names {
+            self.catalog.drop_table(name, true)?;
         }
-        self.run_datafusion(stmt).await
+        Ok(StatementOutput::Done("DROP TABLE".into()))
     }
 
     /// The table that has an index called `name`.
@@ -402,18 +365,17 @@ impl Database {
             .find(|t| t.snapshot().index(name).is_some())
     }
 
-    async fn create_index(&self, create: ddl::CreateIndex) -> Result<StatementOutput, SqlError> {
+    async fn create_index(&self, create: CreateIndex) -> Result<StatementOutput, SqlError> {
         let table = self.table(&create.table)?;
         let ix = create.resolve(table.def())?;
         if let Some(owner) = self.index_owner(&ix.name) {
             if create.if_not_exists {
                 return Ok(StatementOutput::Done("CREATE INDEX".into()));
             }
-            return Err(SqlError::Unsupported(format!(
-                "an index called \"{}\" already exists (on table \"{}\")",
-                ix.name,
-                owner.name()
-            )));
+            return Err(SqlError::DuplicateIndex {
+                index: ix.name,
+                table: owner.name().to_string(),
+            });
         }
         let table_name = table.name().to_string();
         self.run_blocking(None, move || {
@@ -426,26 +388,22 @@ impl Database {
         Ok(StatementOutput::Done("CREATE INDEX".into()))
     }
 
-    fn drop_index(&self, drop: ddl::DropIndex) -> Result<StatementOutput, SqlError> {
+    fn drop_index(&self, drop: &DropIndex) -> Result<StatementOutput, SqlError> {
         // check every name first: a failing DROP drops nothing
         let mut owners = Vec::with_capacity(drop.names.len());
         for name in &drop.names {
             match self.index_owner(name) {
                 Some(t) => {
                     if t.def().indexes.iter().any(|i| &i.name == name) {
-                        return Err(SqlError::Unsupported(format!(
-                            "cannot drop index \"{name}\": the constraint of table \"{}\" requires it",
-                            t.name()
-                        )));
+                        return Err(SqlError::IndexInUse {
+                            index: name.clone(),
+                            table: t.name().to_string(),
+                        });
                     }
                     owners.push((name, t));
                 }
                 None if drop.if_exists => {}
-                None => {
-                    return Err(SqlError::Unsupported(format!(
-                        "index \"{name}\" does not exist"
-                    )));
-                }
+                None => return Err(SqlError::UndefinedIndex(name.clone())),
             }
         }
         for (name, t) in owners {
@@ -467,7 +425,7 @@ impl Database {
                 .map(|c| c.name.as_str())
                 .collect();
             if cols.iter().map(String::as_str).ne(names.iter().copied()) {
-                return Err(SqlError::Unsupported(format!(
+                return Err(SqlError::NotSupported(format!(
                     "the COPY column list ({}) must name every column of \"{}\" in table order ({}); \
                      subsets and reordering are not supported yet",
                     cols.join(", "),
@@ -507,8 +465,12 @@ impl Database {
                     unload::table_rows(&t, columns.as_deref())?,
                 )
             }
-            CopySource::Query(sql) => {
-                let df = self.ctx.sql(sql).await?;
+            CopySource::Query(query) => {
+                let statement = DfStatement::Statement(Box::new(ast::Statement::Query(
+                    query.clone(),
+                )));
+                let plan = self.ctx.state().statement_to_plan(statement).await?;
+                let df = self.ctx.execute_logical_plan(plan).await?;
                 let schema = Arc::new(df.schema().as_arrow().clone());
                 let batches = df.collect().await?;
                 ("query".to_string(), unload::Rows { schema, batches })
@@ -528,47 +490,57 @@ impl Database {
         .await
     }
 
-    async fn export_or_import(
-        &self,
-        statement: export::Statement,
-        ctl: &LoadControl,
-    ) -> Result<String, SqlError> {
+    async fn export(&self, export: Export, ctl: &LoadControl) -> Result<String, SqlError> {
         let catalog = Arc::clone(&self.catalog);
         let ctl = ctl.clone();
-        let taken: Vec<String> = self.schema.other_names();
-        self.run_blocking(None, move || match statement {
-            export::Statement::Export { dir, compression } => {
-                export::export_database(&catalog, Path::new(&dir), compression, &ctl)
-            }
-            export::Statement::Import { dir } => {
-                export::import_database(&catalog, Path::new(&dir), &taken, &ctl)
-            }
+        self.run_blocking(None, move || {
+            wireload_unload::export::export_database(
+                &catalog,
+                Path::new(&export.dir),
+                export.compression,
+                &ctl,
+            )
+            .map_err(SqlError::from)
         })
         .await
     }
 
-    async fn run_datafusion(&self, stmt: &StatementText<'_>) -> Result<StatementOutput, SqlError> {
-        let plan = self.ctx.state().create_logical_plan(stmt.text).await?;
+    async fn import(&self, import: Import, ctl: &LoadControl) -> Result<String, SqlError> {
+        let catalog = Arc::clone(&self.catalog);
+        let ctl = ctl.clone();
+        let taken = self.schema.other_names();
+        self.run_blocking(None, move || {
+            let mut files = ExportFiles::read(Path::new(&import.dir))?;
+            // exports written before manifest version 2 hold SQL text only
+            files.resolve_sql(&definitions_of)?;
+            Ok(files.import(&catalog, &taken, &ctl)?)
+        })
+        .await
+    }
+
+    /// Plans and runs a statement DataFusion handles.
+    async fn run_query(&self, statement: DfStatement) -> Result<StatementOutput, SqlError> {
+        let tag = command_tag(&statement);
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
         let done = match &plan {
             LogicalPlan::Ddl(
                 DdlStatement::CreateMemoryTable(_)
                 | DdlStatement::CreateExternalTable(_)
                 | DdlStatement::DropTable(_),
             ) => {
-                return Err(SqlError::Unsupported(format!(
-                    "unsupported table statement: {}",
-                    stmt.text
+                return Err(SqlError::NotSupported(format!(
+                    "{tag} is not supported for wireload tables; use CREATE TABLE, COPY and DROP TABLE"
                 )));
             }
             LogicalPlan::Ddl(_) => true,
-            LogicalPlan::Statement(Statement::Execute(_)) => false,
+            LogicalPlan::Statement(PlanStatement::Execute(_)) => false,
             LogicalPlan::Statement(_) => true,
             _ => false,
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
         if done {
             df.collect().await?;
-            return Ok(StatementOutput::Done(command_tag(stmt)));
+            return Ok(StatementOutput::Done(tag));
         }
         let schema = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await?;
@@ -576,35 +548,59 @@ impl Database {
     }
 }
 
-/// A short name of what a statement did, such as `CREATE VIEW` or `SET`.
-fn command_tag(stmt: &StatementText<'_>) -> String {
-    use datafusion::sql::sqlparser::tokenizer::Token;
-    let words: Vec<String> = stmt
-        .tokens
-        .iter()
-        .take(6)
-        .map_while(|t| match &t.token {
-            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-            _ => None,
-        })
-        .collect();
-    let Some(first) = words.first() else {
-        return "OK".into();
+/// The definition of a table of a version 1 export, from its SQL text.
+fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<IndexDef>), String> {
+    let one = |sql: &str| -> Result<Statement, String> {
+        let mut parsed = parse_script(sql).map_err(|e| e.to_string())?;
+        match parsed.len() {
+            1 => Ok(parsed.remove(0).statement),
+            n => Err(format!("expected one statement, found {n}")),
+        }
     };
-    if first == "CREATE" || first == "DROP" {
-        const SKIP: [&str; 8] = [
-            "OR",
-            "REPLACE",
-            "TEMP",
-            "TEMPORARY",
-            "IF",
-            "NOT",
-            "EXISTS",
-            "EXTERNAL",
-        ];
-        if let Some(object) = words[1..].iter().find(|w| !SKIP.contains(&w.as_str())) {
-            return format!("{first} {object}");
+    let def = match one(create)? {
+        Statement::CreateTable(c) => c.def,
+        _ => return Err("not a CREATE TABLE statement".into()),
+    };
+    let mut extra = Vec::with_capacity(indexes.len());
+    for sql in indexes {
+        match one(sql)? {
+            Statement::CreateIndex(c) => extra.push(c.resolve(&def).map_err(|e| e.to_string())?),
+            _ => return Err("not a CREATE INDEX statement".into()),
         }
     }
-    first.clone()
+    Ok((def, extra))
+}
+
+/// A short name of what a statement did, such as `CREATE VIEW` or `SET`.
+fn command_tag(statement: &DfStatement) -> String {
+    use ast::Statement as S;
+    let DfStatement::Statement(s) = statement else {
+        return match statement {
+            DfStatement::Explain(_) => "EXPLAIN".into(),
+            DfStatement::Reset(_) => "RESET".into(),
+            DfStatement::CopyTo(_) => "COPY".into(),
+            _ => "OK".into(),
+        };
+    };
+    match s.as_ref() {
+        S::CreateView(_) => "CREATE VIEW".into(),
+        S::CreateSchema { .. } => "CREATE SCHEMA".into(),
+        S::CreateDatabase { .. } => "CREATE DATABASE".into(),
+        S::CreateFunction(_) => "CREATE FUNCTION".into(),
+        S::Drop { object_type, .. } => format!("DROP {object_type}"),
+        S::Set(_) => "SET".into(),
+        S::Insert(_) => "INSERT".into(),
+        S::Update { .. } => "UPDATE".into(),
+        S::Delete(_) => "DELETE".into(),
+        S::Truncate { .. } => "TRUNCATE".into(),
+        S::StartTransaction { .. } => "BEGIN".into(),
+        S::Commit { .. } => "COMMIT".into(),
+        S::Rollback { .. } => "ROLLBACK".into(),
+        S::Prepare { .. } => "PREPARE".into(),
+        S::Execute { .. } => "EXECUTE".into(),
+        S::Deallocate { .. } => "DEALLOCATE".into(),
+        S::Explain { .. } => "EXPLAIN".into(),
+        S::Query(_) => "SELECT".into(),
+        _ => "OK".into(),
+    }
 }

@@ -34,11 +34,9 @@ pub(crate) fn table_rows(table: &Table, columns: Option<&[String]>) -> Result<Ro
     let indices = columns
         .iter()
         .map(|c| {
-            schema.index_of(c).map_err(|_| {
-                SqlError::Unsupported(format!(
-                    "column \"{c}\" of table \"{}\" does not exist",
-                    table.name()
-                ))
+            schema.index_of(c).map_err(|_| SqlError::UndefinedColumn {
+                table: table.name().to_string(),
+                column: c.clone(),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -46,11 +44,11 @@ pub(crate) fn table_rows(table: &Table, columns: Option<&[String]>) -> Result<Ro
         .chunks()
         .map(|b| b.project(&indices))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| SqlError::Unsupported(format!("cannot select the COPY columns: {e}")))?;
+        .map_err(|e| SqlError::Internal(format!("cannot select the COPY columns: {e}")))?;
     let schema = Arc::new(
         schema
             .project(&indices)
-            .map_err(|e| SqlError::Unsupported(format!("cannot select the COPY columns: {e}")))?,
+            .map_err(|e| SqlError::Internal(format!("cannot select the COPY columns: {e}")))?,
     );
     Ok(Rows { schema, batches })
 }

@@ -116,6 +116,66 @@ impl TableDef {
     pub fn primary_key(&self) -> Option<&IndexDef> {
         self.indexes.iter().find(|i| i.primary)
     }
+
+    /// The `CREATE TABLE` statement that creates this table, constraints and partitioning
+    /// included (identifiers double-quoted, so any name survives).
+    pub fn create_sql(&self) -> String {
+        let mut lines: Vec<String> = self
+            .schema
+            .columns
+            .iter()
+            .map(|c| {
+                let not_null = if c.nullable { "" } else { " NOT NULL" };
+                format!("    {} {}{not_null}", quote(&c.name), c.ty)
+            })
+            .collect();
+        for ix in &self.indexes {
+            let what = if ix.primary { "PRIMARY KEY" } else { "UNIQUE" };
+            lines.push(format!(
+                "    CONSTRAINT {} {what} ({}) USING {}",
+                quote(&ix.name),
+                self.quoted_columns(ix),
+                ix.kind
+            ));
+        }
+        let mut sql = format!(
+            "CREATE TABLE {} (\n{}\n)",
+            quote(&self.name),
+            lines.join(",\n")
+        );
+        if let Partitioning::Hash { column, count } = self.partitioning {
+            sql.push_str(&format!(
+                " PARTITION BY HASH ({}) PARTITIONS {count}",
+                quote(&self.schema.columns[column].name)
+            ));
+        }
+        sql
+    }
+
+    /// The `CREATE INDEX` statement that creates index `ix` over this table.
+    pub fn create_index_sql(&self, ix: &IndexDef) -> String {
+        format!(
+            "CREATE {}INDEX {} ON {} ({}) USING {}",
+            if ix.unique { "UNIQUE " } else { "" },
+            quote(&ix.name),
+            quote(&self.name),
+            self.quoted_columns(ix),
+            ix.kind
+        )
+    }
+
+    fn quoted_columns(&self, ix: &IndexDef) -> String {
+        ix.columns
+            .iter()
+            .map(|&c| quote(&self.schema.columns[c].name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `"name"` with embedded double quotes doubled.
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// A table of the catalog.

@@ -1,12 +1,4 @@
-//! Errors of type parsing and value deserialization.
-
-/// A type name or schema text that could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct TypeError {
-    /// What was wrong, naming the offending text.
-    pub message: String,
-}
+//! Errors of value deserialization.
 
 /// Why one field's text is not a valid value of its column's type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,9 +1,10 @@
 //! SQL types and table schemas, validated text-to-value deserializers following
-//! PostgreSQL input semantics, and column builders that write Arrow buffers directly.
+//! PostgreSQL input semantics, and column builders that write Arrow buffers directly. (SQL
+//! text is parsed by `wireload-sql`; nothing here parses SQL.)
 //!
 //! ```
 //! use wireload_types::{ColumnBuilder, Field, SqlType};
-//! let ty: SqlType = "DECIMAL(5,2)".parse().unwrap();
+//! let ty = SqlType::Decimal { precision: 5, scale: 2 };
 //! let mut b = ColumnBuilder::new(&ty, true, 2, 0);
 //! let fields = [Field::unquoted(b"1.005"), Field::unquoted(b"")];
 //! b.append_fields(fields.into_iter(), b"").unwrap();
@@ -19,7 +20,7 @@ mod swar;
 pub mod ty;
 
 pub use builder::ColumnBuilder;
-pub use error::{FieldError, TypeError, ValueError};
+pub use error::{FieldError, ValueError};
 pub use schema::{ColumnDef, TableSchema};
 pub use ty::SqlType;
 

@@ -58,16 +58,6 @@ pub enum ModeArg {
     Fast,
 }
 
-impl ModeArg {
-    /// The COPY option value.
-    pub fn as_sql(self) -> &'static str {
-        match self {
-            ModeArg::Safe => "safe",
-            ModeArg::Fast => "fast",
-        }
-    }
-}
-
 /// The loader of the tables' CSV files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
@@ -76,16 +66,6 @@ pub enum EngineArg {
     /// The GPU loader: needs an NVIDIA GPU with its CUDA driver and NVRTC
     /// (WIRELOAD_GPU=emulate runs its kernels on a slow CPU emulator instead).
     Gpu,
-}
-
-impl EngineArg {
-    /// The COPY option value.
-    pub fn as_sql(self) -> &'static str {
-        match self {
-            EngineArg::Cpu => "cpu",
-            EngineArg::Gpu => "gpu",
-        }
-    }
 }
 
 /// A `--table NAME=PATH` argument.
@@ -302,7 +282,6 @@ mod tests {
         assert_eq!(args.header_flag(), Some(true));
         assert_eq!(args.format, OutputFormat::Json);
         assert_eq!(args.engine, Some(EngineArg::Gpu));
-        assert_eq!(args.engine.map(EngineArg::as_sql), Some("gpu"));
         assert_eq!(args.sql, "select 1");
     }
 

@@ -9,14 +9,12 @@ use anyhow::{Context, Result, bail};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use serde_json::{Value, json};
-use wireload_load::LoadReport;
-use wireload_sql::StatementOutput;
+use wireload_load::{Dialect, LoadOptions, LoadReport, Source};
+use wireload_sql::{DropTable, Export, Import, Statement, StatementOutput};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Loader};
 use crate::queries::{TPCH_QUERIES, TpchQuery};
 use crate::render;
-use crate::sqlgen::{self, CopyOptions};
-use crate::statements;
 use crate::tpch::{self, GeneratedTable};
 
 /// One timed phase of the cycle.
@@ -173,27 +171,24 @@ pub fn run(
     keys: bool,
     log: &mut dyn FnMut(String),
 ) -> Result<CycleReport> {
-    let schema = tpch::schema_sql(keys);
-    for statement in statements::split(&schema) {
-        engine
-            .run(statement.text)
-            .with_context(|| format!("schema.sql, line {}", statement.line))?;
+    for def in tpch::schema(keys)? {
+        engine.create_table(def)?;
     }
-    // load
-    let opts = CopyOptions {
-        delimiter: Some(b'|'),
-        ..CopyOptions::default()
+    // load: COPY t FROM 'path' WITH (FORMAT csv, DELIMITER '|')
+    let options = LoadOptions {
+        dialect: Dialect {
+            delimiter: b'|',
+            ..Dialect::default()
+        },
+        ..LoadOptions::default()
     };
     let started = Instant::now();
     let mut loads = Vec::with_capacity(tables.len());
     for t in tables {
-        let outputs = engine.run(&sqlgen::copy_from(t.table.name(), &t.path, &opts))?;
-        let Some(report) = outputs.into_iter().find_map(|o| match o {
-            StatementOutput::Loaded(r) => Some(r),
-            _ => None,
-        }) else {
-            bail!("COPY {} reported no load", t.table.name())
-        };
+        let source = Source::File(t.path.clone());
+        let report = engine
+            .load(t.table.name(), source, options.clone(), Loader::Cpu)
+            .with_context(|| format!("loading {}", t.path.display()))?;
         log(format!("loaded {}", report));
         loads.push(report);
     }
@@ -237,10 +232,9 @@ pub fn run(
     // unload
     let counts = table_rows(engine);
     let started = Instant::now();
-    let message = done_message(engine.run(&format!(
-        "EXPORT DATABASE {}",
-        sqlgen::quote_literal(&export_dir.display().to_string())
-    ))?);
+    let message = done_message(engine.run_statement(Statement::Export(Export::to(
+        export_dir.display().to_string(),
+    )))?);
     let unload = Phase {
         seconds: started.elapsed().as_secs_f64(),
         bytes: dir_bytes(export_dir)?,
@@ -248,13 +242,14 @@ pub fn run(
     };
     log(message);
     // reload
-    let names: Vec<&str> = counts.iter().map(|(n, _)| n.as_str()).collect();
-    engine.run(&format!("DROP TABLE {}", names.join(", ")))?;
+    engine.run_statement(Statement::DropTable(DropTable {
+        names: counts.iter().map(|(n, _)| n.clone()).collect(),
+        if_exists: false,
+    }))?;
     let started = Instant::now();
-    let message = done_message(engine.run(&format!(
-        "IMPORT DATABASE {}",
-        sqlgen::quote_literal(&export_dir.display().to_string())
-    ))?);
+    let message = done_message(engine.run_statement(Statement::Import(Import {
+        dir: export_dir.display().to_string(),
+    }))?);
     let reload = Phase {
         seconds: started.elapsed().as_secs_f64(),
         bytes: unload.bytes,
@@ -276,15 +271,11 @@ pub fn run(
 }
 
 /// The message of a statement that returns no rows.
-fn done_message(outputs: Vec<StatementOutput>) -> String {
-    outputs
-        .into_iter()
-        .filter_map(|o| match o {
-            StatementOutput::Done(m) => Some(m),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+fn done_message(output: StatementOutput) -> String {
+    match output {
+        StatementOutput::Done(m) => m,
+        _ => String::new(),
+    }
 }
 
 /// Every table's name and row count.

@@ -1,14 +1,15 @@
 //! The database as the binary uses it: statements run to completion on a tokio runtime,
 //! Ctrl-C cancels the running one, and loads show a progress bar.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use wireload_load::LoadControl;
-use wireload_sql::{Database, DbConfig, StatementOutput};
-use wireload_storage::Catalog;
+use wireload_load::{LoadControl, LoadOptions, LoadReport, Source};
+use wireload_sql::{Database, DbConfig, Statement, StatementOutput};
+use wireload_storage::{Catalog, TableDef};
 
 use crate::interrupt;
 use crate::progress::ProgressWatch;
@@ -16,6 +17,16 @@ use crate::progress::ProgressWatch;
 /// How long a cancelled statement may take to stop by itself (a load reports "cancelled"
 /// and that the table is unchanged) before its future is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// Which loader a load runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Loader {
+    /// The parallel CPU loader.
+    #[default]
+    Cpu,
+    /// The GPU loader.
+    Gpu,
+}
 
 /// A database, the runtime its statements run on, and the Ctrl-C flag.
 pub struct Engine {
@@ -46,8 +57,51 @@ impl Engine {
         self.db.catalog()
     }
 
-    /// Runs `sql` (one or more statements) to the end; Ctrl-C cancels it.
+    /// Parses `sql` and runs its statements in order; Ctrl-C cancels the running one.
     pub fn run(&self, sql: &str) -> Result<Vec<StatementOutput>> {
+        wireload_sql::parse_script(sql)?
+            .into_iter()
+            .map(|p| self.run_statement(p.statement))
+            .collect()
+    }
+
+    /// Runs one parsed statement; Ctrl-C cancels it.
+    pub fn run_statement(&self, statement: Statement) -> Result<StatementOutput> {
+        self.interruptible(|db, ctl| async move { db.execute_statement(statement, &ctl).await })
+    }
+
+    /// Creates the empty table `def`.
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        Ok(self.db.create_table(def, false)?)
+    }
+
+    /// Loads `source` into `table` with `loader`; Ctrl-C cancels it (the table is unchanged).
+    pub fn load(
+        &self,
+        table: &str,
+        source: Source,
+        options: LoadOptions,
+        loader: Loader,
+    ) -> Result<LoadReport> {
+        self.interruptible(|db, ctl| async move {
+            match loader {
+                Loader::Cpu => db.load(table, source, options, &ctl).await,
+                Loader::Gpu => db
+                    .load_gpu(table, source, options.dialect, options.threads, &ctl)
+                    .await
+                    .map(|r| r.load),
+            }
+        })
+    }
+
+    /// Runs `work` on the runtime with a fresh load control, a progress bar, and Ctrl-C.
+    fn interruptible<'a, T, F>(
+        &'a self,
+        work: impl FnOnce(&'a Database, LoadControl) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T, wireload_sql::SqlError>> + 'a,
+    {
         self.interrupt.store(false, Ordering::SeqCst);
         let ctl = LoadControl {
             cancel: Arc::clone(&self.interrupt),
@@ -55,7 +109,7 @@ impl Engine {
         };
         let watch = ProgressWatch::start(&ctl);
         let result = self.runtime.block_on(async {
-            let statement = self.db.execute(sql, &ctl);
+            let statement = work(&self.db, ctl);
             tokio::pin!(statement);
             tokio::select! {
                 result = &mut statement => result.map_err(anyhow::Error::from),

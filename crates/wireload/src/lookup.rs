@@ -10,12 +10,11 @@ use arrow::compute::filter_record_batch;
 use arrow::compute::kernels::cmp::eq;
 use arrow::datatypes::Int64Type;
 use serde_json::json;
+use wireload_load::{Dialect, LoadOptions, Source};
 use wireload_sql::StatementOutput;
 
 use crate::cli::BenchLookupArgs;
-use crate::engine::Engine;
-use crate::sqlgen::{self, CopyOptions};
-use crate::statements;
+use crate::engine::{Engine, Loader};
 use crate::tpch;
 
 /// Deterministic pseudo-random numbers (splitmix64), so every run looks up the same keys.
@@ -38,18 +37,20 @@ pub fn lookup(args: &BenchLookupArgs, threads: Option<usize>) -> Result<()> {
         );
     }
     let engine = Engine::new(threads)?;
-    let schema = tpch::schema_sql(true);
-    let orders = statements::split(&schema)
+    let orders = tpch::schema(true)?
         .into_iter()
-        .find(|s| s.text.contains("CREATE TABLE orders"))
+        .find(|d| d.name == "orders")
         .context("the TPC-H schema has no orders table")?;
-    engine.run(orders.text)?;
-    let opts = CopyOptions {
-        delimiter: Some(b'|'),
-        ..CopyOptions::default()
+    engine.create_table(orders)?;
+    let options = LoadOptions {
+        dialect: Dialect {
+            delimiter: b'|',
+            ..Dialect::default()
+        },
+        ..LoadOptions::default()
     };
     let started = Instant::now();
-    engine.run(&sqlgen::copy_from("orders", &path, &opts))?;
+    engine.load("orders", Source::File(path.clone()), options, Loader::Cpu)?;
     let load_seconds = started.elapsed().as_secs_f64();
     let table = engine
         .catalog()

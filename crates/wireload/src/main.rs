@@ -17,8 +17,6 @@ mod reference;
 mod render;
 mod script;
 mod shell;
-mod sqlgen;
-mod statements;
 mod tpch;
 
 use std::io::{IsTerminal, Read};

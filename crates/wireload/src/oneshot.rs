@@ -2,14 +2,14 @@
 //! statements, print the last result.
 
 use anyhow::{Context, Result, bail};
-use wireload_load::{Dialect, Source};
+use wireload_load::{Dialect, LoadOptions, ScanMode, Source};
 use wireload_sql::StatementOutput;
+use wireload_storage::{Partitioning, TableDef};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
 
-use crate::cli::SqlArgs;
-use crate::engine::Engine;
+use crate::cli::{EngineArg, ModeArg, SqlArgs};
+use crate::engine::{Engine, Loader};
 use crate::output::Printer;
-use crate::sqlgen::{self, CopyOptions};
-use crate::statements;
 
 /// A one-byte dialect character given on the command line: one ASCII character, or `\t`/`tab` for a tab.
 fn one_byte(flag: &str, value: &str) -> Result<u8> {
@@ -29,75 +29,98 @@ fn optional_byte(flag: &str, value: &str) -> Result<Option<u8>> {
     }
 }
 
-/// The COPY options the dialect flags stand for.
-pub fn copy_options(args: &SqlArgs) -> Result<CopyOptions> {
-    Ok(CopyOptions {
-        delimiter: args
-            .delimiter
-            .as_deref()
-            .map(|v| one_byte("delimiter", v))
-            .transpose()?,
-        quote: args
-            .quote
-            .as_deref()
-            .map(|v| optional_byte("quote", v))
-            .transpose()?,
-        escape: args
-            .escape
-            .as_deref()
-            .map(|v| optional_byte("escape", v))
-            .transpose()?,
-        header: args.header_flag(),
-        null: args.null.clone(),
-        mode: args.mode.map(|m| m.as_sql()),
-        engine: args.engine.map(|e| e.as_sql()),
-    })
-}
-
-/// The dialect the COPY options describe (unset options keep the COPY defaults; the escape follows the quote).
-pub fn dialect(opts: &CopyOptions) -> Dialect {
+/// The dialect the flags describe (unset flags keep the COPY defaults; the escape follows
+/// the quote).
+pub fn dialect(args: &SqlArgs) -> Result<Dialect> {
     let mut d = Dialect::default();
-    if let Some(b) = opts.delimiter {
-        d.delimiter = b;
+    if let Some(v) = &args.delimiter {
+        d.delimiter = one_byte("delimiter", v)?;
     }
-    if let Some(q) = opts.quote {
+    if let Some(v) = &args.quote {
+        let q = optional_byte("quote", v)?;
         d.quote = q;
         d.escape = q;
     }
-    if let Some(e) = opts.escape {
-        d.escape = e;
+    if let Some(v) = &args.escape {
+        d.escape = optional_byte("escape", v)?;
     }
-    if let Some(h) = opts.header {
+    if let Some(h) = args.header_flag() {
         d.header = h;
     }
-    if let Some(n) = &opts.null {
+    if let Some(n) = &args.null {
         d.null = n.as_bytes().to_vec();
     }
-    d
+    Ok(d)
 }
 
-/// The column list of each table: the --schema texts (one for all, or one per table), or
+/// A table name as the user means it on the command line: a plain identifier folds to
+/// lower case as unquoted SQL identifiers do (so `T` is found as `t` and as `T`); anything
+/// else (`my-data`, `Sales 2024`) is taken verbatim.
+pub fn table_name(name: &str) -> String {
+    let mut chars = name.chars();
+    let simple = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if simple {
+        name.to_ascii_lowercase()
+    } else {
+        name.to_string()
+    }
+}
+
+/// Column names usable in a table: an empty name becomes `columnN` (1-based position), and a
+/// repeated name gets a `_2`, `_3`... suffix.
+pub fn unique_column_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let base = if name.trim().is_empty() {
+            format!("column{}", i + 1)
+        } else {
+            name.clone()
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while out.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
+
+/// The columns of each table: the --schema lists (one for all, or one per table), or
 /// VARCHAR columns named after each file's header.
-fn column_lists(args: &SqlArgs, opts: &CopyOptions) -> Result<Vec<String>> {
+fn column_lists(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableSchema>> {
     if args.all_varchar {
-        let d = dialect(opts);
         return args
             .tables
             .iter()
             .map(|t| {
-                let names = wireload_load::header_names(&Source::File(t.path.clone()), &d)?;
-                Ok(sqlgen::varchar_columns(&sqlgen::unique_column_names(
-                    &names,
-                )))
+                let names = wireload_load::header_names(&Source::File(t.path.clone()), dialect)?;
+                let columns = unique_column_names(&names)
+                    .into_iter()
+                    .map(|name| ColumnDef {
+                        name,
+                        ty: SqlType::Varchar(None),
+                        nullable: true,
+                    })
+                    .collect();
+                Ok(TableSchema { columns })
             })
             .collect();
     }
+    let parse = |text: &String| {
+        wireload_sql::parse_columns(text).with_context(|| format!("--schema \"{text}\""))
+    };
     match args.schemas.len() {
         0 => bail!(
             "give the columns with --schema \"id INT, name VARCHAR, ...\", or use --all-varchar"
         ),
-        1 => Ok(vec![args.schemas[0].clone(); args.tables.len()]),
-        n if n == args.tables.len() => Ok(args.schemas.clone()),
+        1 => {
+            let schema = parse(&args.schemas[0])?;
+            Ok(vec![schema; args.tables.len()])
+        }
+        n if n == args.tables.len() => args.schemas.iter().map(parse).collect(),
         n => bail!(
             "{n} --schema flags for {} --table flags: give one for all tables or one per table",
             args.tables.len()
@@ -112,27 +135,53 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         summary_to_stdout: false,
         table_row_limit: None,
     };
-    let opts = copy_options(args)?;
-    let statements = statements::split(&args.sql);
+    let dialect = dialect(args)?;
+    let statements = wireload_sql::parse_script(&args.sql)?;
     if statements.is_empty() {
         bail!("no SQL statement given");
     }
-    for (table, columns) in args.tables.iter().zip(column_lists(args, &opts)?) {
-        engine
-            .run(&sqlgen::create_table(&table.name, &columns))
-            .with_context(|| format!("cannot create table {}", table.name))?;
-        for output in engine.run(&sqlgen::copy_from(&table.name, &table.path, &opts))? {
-            printer.print(&output)?;
+    let options = LoadOptions {
+        dialect: dialect.clone(),
+        mode: match args.mode {
+            Some(ModeArg::Fast) => ScanMode::Fast,
+            Some(ModeArg::Safe) | None => ScanMode::Safe,
+        },
+        ..LoadOptions::default()
+    };
+    let loader = match args.engine {
+        Some(EngineArg::Gpu) => {
+            if args.mode.is_some() {
+                bail!(
+                    "--mode applies to --engine cpu: --engine gpu always reads RFC 4180 quoting, \
+                     newlines in quotes included"
+                );
+            }
+            Loader::Gpu
         }
+        Some(EngineArg::Cpu) | None => Loader::Cpu,
+    };
+    for (table, schema) in args.tables.iter().zip(column_lists(args, &dialect)?) {
+        let name = table_name(&table.name);
+        let def = TableDef::new(name.clone(), schema, Partitioning::Single)
+            .with_context(|| format!("cannot create table {}", table.name))?;
+        engine
+            .create_table(def)
+            .with_context(|| format!("cannot create table {}", table.name))?;
+        let report = engine.load(
+            &name,
+            Source::File(table.path.clone()),
+            options.clone(),
+            loader,
+        )?;
+        printer.summary(&report)?;
     }
     let mut last = None;
-    for statement in statements {
-        for output in engine.run(statement.text)? {
-            if let StatementOutput::Loaded(report) = &output {
-                printer.summary(report)?;
-            }
-            last = Some(output);
+    for parsed in statements {
+        let output = engine.run_statement(parsed.statement)?;
+        if let StatementOutput::Loaded(report) = &output {
+            printer.summary(report)?;
         }
+        last = Some(output);
     }
     match last {
         Some(StatementOutput::Loaded(_)) | None => {}
@@ -156,24 +205,22 @@ mod tests {
     }
 
     #[test]
-    fn dialect_follows_options() {
-        let d = dialect(&CopyOptions {
-            quote: Some(Some(b'\'')),
-            header: Some(true),
-            ..Default::default()
-        });
+    fn table_names_fold_like_identifiers() {
+        assert_eq!(table_name("Orders"), "orders");
+        assert_eq!(table_name("my-data"), "my-data");
+        assert_eq!(table_name("Sales 2024"), "Sales 2024");
+        assert_eq!(table_name("select"), "select");
+    }
+
+    #[test]
+    fn column_names_are_made_unique() {
+        let names: Vec<String> = ["a", "", "a", "a", "b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(
-            (d.quote, d.escape, d.header, d.delimiter),
-            (Some(b'\''), Some(b'\''), true, b',')
-        );
-        let d = dialect(&CopyOptions {
-            escape: Some(None),
-            null: Some("NA".into()),
-            ..Default::default()
-        });
-        assert_eq!(
-            (d.quote, d.escape, d.null.as_slice()),
-            (Some(b'"'), None, b"NA".as_slice())
+            unique_column_names(&names),
+            ["a", "column2", "a_2", "a_3", "b"]
         );
     }
 }

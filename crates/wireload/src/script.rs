@@ -1,12 +1,12 @@
-//! Non-interactive scripts (`-f FILE` or SQL on standard input): statements run in
-//! order, each result printed, stopping at the first error.
+//! Non-interactive scripts (`-f FILE` or SQL on standard input): the whole script is parsed
+//! first (a syntax error anywhere runs nothing), then its statements run in order, each
+//! result printed, stopping at the first error.
 
 use anyhow::{Context, Result};
 
 use crate::cli::OutputFormat;
 use crate::engine::Engine;
 use crate::output::Printer;
-use crate::statements;
 
 /// Runs every statement of `sql`; `name` (the file, or `<stdin>`) prefixes error messages.
 pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
@@ -15,13 +15,13 @@ pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
         summary_to_stdout: false,
         table_row_limit: None,
     };
-    for statement in statements::split(sql) {
-        let outputs = engine
-            .run(statement.text)
-            .with_context(|| format!("{name}, line {}", statement.line))?;
-        for output in &outputs {
-            printer.print(output)?;
-        }
+    let statements = wireload_sql::parse_script(sql).with_context(|| name.to_string())?;
+    for parsed in statements {
+        let line = parsed.line;
+        let output = engine
+            .run_statement(parsed.statement)
+            .with_context(|| format!("{name}, line {line}"))?;
+        printer.print(&output)?;
     }
     Ok(())
 }

@@ -12,7 +12,6 @@ use crate::cli::OutputFormat;
 use crate::engine::Engine;
 use crate::output::Printer;
 use crate::render;
-use crate::statements;
 
 /// Prompt for a new statement.
 const PROMPT: &str = "wireload> ";
@@ -121,11 +120,11 @@ pub fn run(engine: &Engine) -> Result<()> {
             buffer.push('\n');
         }
         buffer.push_str(&line);
-        if !statements::is_complete(&buffer) {
+        if !wireload_sql::is_complete(&buffer) {
             continue;
         }
         let sql = std::mem::take(&mut buffer);
-        if statements::split(&sql).is_empty() {
+        if sql.trim().is_empty() {
             continue;
         }
         let _ = editor.add_history_entry(sql.as_str());
@@ -139,16 +138,21 @@ pub fn run(engine: &Engine) -> Result<()> {
 
 /// Runs the statements of `sql`, printing each result (or the error) and the time taken.
 fn execute(engine: &Engine, printer: &Printer, sql: &str) {
-    for statement in statements::split(sql) {
+    let statements = match wireload_sql::parse_script(sql) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return;
+        }
+    };
+    for parsed in statements {
         let started = Instant::now();
-        let result = engine.run(statement.text);
+        let result = engine.run_statement(parsed.statement);
         let elapsed = started.elapsed().as_secs_f64();
         match result {
-            Ok(outputs) => {
-                for output in &outputs {
-                    if let Err(e) = printer.print(output) {
-                        eprintln!("error: {e}");
-                    }
+            Ok(output) => {
+                if let Err(e) = printer.print(&output) {
+                    eprintln!("error: {e}");
                 }
                 println!("Time: {elapsed:.3} s");
             }

@@ -20,25 +20,21 @@ use tpchgen::generators::{
 /// The DDL of the 8 tables, with their primary keys.
 pub const SCHEMA_SQL: &str = include_str!("../sql/tpch/schema.sql");
 
-/// The DDL of the 8 tables, with or without their primary keys.
-pub fn schema_sql(keys: bool) -> String {
-    if keys {
-        return SCHEMA_SQL.to_string();
+/// The definitions of the 8 tables, with or without their primary keys.
+pub fn schema(keys: bool) -> anyhow::Result<Vec<wireload_storage::TableDef>> {
+    let mut defs = Vec::new();
+    for parsed in wireload_sql::parse_script(SCHEMA_SQL)? {
+        let wireload_sql::Statement::CreateTable(create) = parsed.statement else {
+            anyhow::bail!("schema.sql, line {}: not a CREATE TABLE", parsed.line);
+        };
+        let def = create.def;
+        defs.push(if keys {
+            def
+        } else {
+            wireload_storage::TableDef::new(def.name, def.schema, def.partitioning)?
+        });
     }
-    let mut out: Vec<String> = Vec::new();
-    for line in SCHEMA_SQL.lines() {
-        if line.trim_start().starts_with("PRIMARY KEY") {
-            // the column before the key loses its comma
-            if let Some(prev) = out.last_mut()
-                && prev.ends_with(',')
-            {
-                prev.pop();
-            }
-            continue;
-        }
-        out.push(line.to_string());
-    }
-    out.join("\n")
+    Ok(defs)
 }
 
 /// Bytes of generated text per part (a part is generated in memory before it is written).
@@ -344,15 +340,18 @@ mod tests {
 
     #[test]
     fn schema_without_keys_drops_only_the_keys() {
-        let with = schema_sql(true);
-        let without = schema_sql(false);
-        assert_eq!(with.matches("\n    PRIMARY KEY (").count(), 8);
-        assert!(!without.contains("\n    PRIMARY KEY ("));
-        assert_eq!(with.matches("CREATE TABLE").count(), 8);
-        assert_eq!(without.matches("CREATE TABLE").count(), 8);
-        assert!(
-            without.contains("l_comment       VARCHAR(44) NOT NULL\n);"),
-            "{without}"
+        let with = schema(true).unwrap();
+        let without = schema(false).unwrap();
+        assert_eq!(with.len(), 8);
+        assert!(with.iter().all(|d| d.primary_key().is_some()));
+        assert!(without.iter().all(|d| d.indexes.is_empty()));
+        for (a, b) in with.iter().zip(&without) {
+            assert_eq!((&a.name, &a.schema), (&b.name, &b.schema));
+        }
+        let names: Vec<&str> = with.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
         );
     }
 

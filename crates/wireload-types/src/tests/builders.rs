@@ -9,8 +9,41 @@ use arrow::datatypes::DataType;
 use crate::error::{FieldError, ValueError};
 use crate::{ColumnBuilder, Field, SqlType};
 
+/// The type a test names: `SqlType`'s own spelling (`INT` for INTEGER).
 fn ty(text: &str) -> SqlType {
-    text.parse().unwrap()
+    use SqlType::*;
+    let simple = [
+        Boolean,
+        SmallInt,
+        Integer,
+        BigInt,
+        Real,
+        Double,
+        Date,
+        Timestamp,
+        Varchar(None),
+        Text,
+    ];
+    if text == "INT" {
+        return Integer;
+    }
+    if let Some(t) = simple.iter().find(|t| t.to_string() == text) {
+        return *t;
+    }
+    let (name, args) = text
+        .strip_suffix(')')
+        .and_then(|t| t.split_once('('))
+        .unwrap_or_else(|| panic!("test type {text}"));
+    let n: Vec<u32> = args.split(',').map(|a| a.trim().parse().unwrap()).collect();
+    match (name, n.as_slice()) {
+        ("DECIMAL", &[precision, scale]) => Decimal {
+            precision: precision as u8,
+            scale: scale as u8,
+        },
+        ("CHAR", &[n]) => Char(n),
+        ("VARCHAR", &[n]) => Varchar(Some(n)),
+        _ => panic!("test type {text}"),
+    }
 }
 
 fn unquoted(texts: &[&'static str]) -> Vec<Field<'static>> {
@@ -469,7 +502,7 @@ fn append_array_rejects_another_type() {
 
 #[test]
 fn lib_doc_example() {
-    let ty: SqlType = "DECIMAL(5,2)".parse().unwrap();
+    let ty = ty("DECIMAL(5,2)");
     let mut b = ColumnBuilder::new(&ty, true, 2, 0);
     let fields = [Field::unquoted(b"1.005"), Field::unquoted(b"")];
     b.append_fields(fields.into_iter(), b"").unwrap();

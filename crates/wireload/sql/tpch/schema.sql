@@ -1,6 +1,6 @@
 -- TPC-H schema (TPC-H specification 3.0, clause 1.4) with its primary keys (clause 1.4.2.2),
--- with BIGINT order keys so that large scale factors fit. Each PRIMARY KEY is on a line of
--- its own: `tpch::schema_sql(false)` drops those lines for loads without keys.
+-- with BIGINT order keys so that large scale factors fit (`tpch::schema(false)` drops the keys
+-- for loads without them).
 CREATE TABLE region (
     r_regionkey  INTEGER NOT NULL,
     r_name       CHAR(25) NOT NULL,

@@ -26,29 +26,14 @@
 //! nothing; a comparison whose conversion cannot be made exact is not pushed down.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::ops::Bound;
-use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, UInt32Array, new_null_array};
-use arrow::compute::{CastOptions, cast_with_options, concat_batches, take_record_batch};
-use arrow::datatypes::{DataType, Schema, SchemaRef};
-use arrow::record_batch::RecordBatch;
-use datafusion::common::stats::Precision;
-use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{ScalarValue, Statistics};
-use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::TaskContext;
+use arrow::array::{Array, ArrayRef, new_null_array};
+use arrow::compute::{CastOptions, cast_with_options};
+use arrow::datatypes::{DataType, Schema};
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
-use datafusion::physical_expr::EquivalenceProperties;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
-    PhysicalExpr, PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
-    StatisticsArgs,
-};
 use wireload_storage::{IndexDef, RowId, TableDef, TableIndex, TableVersion};
 
 /// At most this many keys (the product of the `IN` list sizes) are looked up for one scan;
@@ -884,310 +869,64 @@ fn describe(plan: &Plan, ix: &TableIndex, table: &TableDef) -> String {
     parts.join(" AND ")
 }
 
-/// What a scan asks for: the snapshot, DataFusion's filters, projection and limit, and the
-/// largest fraction of the table's rows an index scan may select.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ScanRequest<'a> {
-    pub table: &'a TableDef,
-    pub version: &'a Arc<TableVersion>,
-    pub filters: &'a [Expr],
-    pub projection: Option<&'a Vec<usize>>,
-    pub limit: Option<usize>,
-    pub batch_size: usize,
-    pub fraction: f64,
-}
-
-/// The index scan answering `req.filters` over `req.version`, when an index can and the rows
-/// it selects are at most `req.fraction` of the table's; None: scan the whole snapshot.
-pub(crate) fn plan_scan(req: ScanRequest<'_>) -> Result<Option<IndexScanExec>> {
-    let version = req.version;
-    if version.indexes.is_empty() || req.filters.is_empty() {
-        return Ok(None);
-    }
-    let cons = constraints(req.filters, &req.table.arrow_schema);
-    let Some(plan) = best_plan(version, &cons) else {
-        return Ok(None);
-    };
-    let total = version.num_rows();
-    let max_rows = (total as f64 * req.fraction.clamp(0.0, 1.0)) as usize;
-    let Some(rows) = gather(req.table, version, &plan, max_rows) else {
-        return Ok(None);
-    };
-    let ix = &version.indexes[plan.index];
-    IndexScanExec::new(
-        &req.table.name,
-        ix,
-        describe(&plan, ix, req.table),
-        Arc::clone(version),
-        rows,
-        req.projection,
-        req.limit,
-        req.batch_size,
-    )
-    .map(Some)
-}
-
-/// Gathers the rows of a snapshot that an index lookup selected, projected, in row order
-/// (partition, chunk, row), in batches of at most `batch_size` rows; one output partition.
+/// How an index of one snapshot answers a scan's filters: chosen when the scan is planned
+/// (no lookups), looked up when it runs ([`IndexAccess::lookup`]).
 #[derive(Debug, Clone)]
-pub struct IndexScanExec {
-    table: String,
-    index: String,
-    kind: wireload_storage::IndexKind,
-    keys: String,
-    version: Arc<TableVersion>,
-    rows: Arc<Vec<RowId>>,
-    projection: Option<Vec<usize>>,
-    schema: SchemaRef,
-    limit: Option<usize>,
-    batch_size: usize,
-    properties: Arc<PlanProperties>,
+pub(crate) struct IndexAccess {
+    plan: Plan,
+    /// the index's name
+    pub index: String,
+    /// ART or HASH
+    pub kind: wireload_storage::IndexKind,
+    /// the keys looked up, as `a = 1 AND b IN (2, 3)`
+    pub keys: String,
+    /// at most one row per key: every key column has a value and the index is unique
+    pub points: Option<usize>,
 }
 
-impl IndexScanExec {
-    /// A scan of rows `rows` (sorted, distinct) of `version`, found with index `ix` for the
-    /// keys described by `keys`.
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        table: &str,
-        ix: &TableIndex,
-        keys: String,
-        version: Arc<TableVersion>,
-        rows: Vec<RowId>,
-        projection: Option<&Vec<usize>>,
-        limit: Option<usize>,
-        batch_size: usize,
-    ) -> Result<Self> {
-        let schema = match projection {
-            Some(p) => Arc::new(version.schema.project(p)?),
-            None => Arc::clone(&version.schema),
+impl IndexAccess {
+    /// The best index access of `version` for `filters`, if an index can answer them.
+    pub(crate) fn choose(table: &TableDef, version: &TableVersion, filters: &[Expr]) -> Option<Self> {
+        if version.indexes.is_empty() || filters.is_empty() {
+            return None;
+        }
+        let cons = constraints(filters, &table.arrow_schema);
+        let plan = best_plan(version, &cons)?;
+        let ix = &version.indexes[plan.index];
+        let full = plan.eq.len() == ix.def.columns.len();
+        let points = if plan.empty {
+            Some(0)
+        } else if full && ix.def.unique {
+            Some(plan.eq.iter().map(Vec::len).product())
+        } else {
+            None
         };
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
-        Ok(IndexScanExec {
-            table: table.to_string(),
+        Some(IndexAccess {
             index: ix.def.name.clone(),
             kind: ix.def.kind,
-            keys,
-            version,
-            rows: Arc::new(rows),
-            projection: projection.cloned(),
-            schema,
-            limit,
-            batch_size: batch_size.max(1),
-            properties: Arc::new(properties),
+            keys: describe(&plan, ix, table),
+            points,
+            plan,
         })
     }
 
-    /// Rows emitted (after the limit).
-    pub fn num_rows(&self) -> usize {
-        self.limit
-            .map_or(self.rows.len(), |l| l.min(self.rows.len()))
-    }
-}
-
-/// The batches of an index scan, made as they are pulled.
-struct Gather {
-    version: Arc<TableVersion>,
-    rows: Arc<Vec<RowId>>,
-    projection: Option<Vec<usize>>,
-    schema: SchemaRef,
-    batch_size: usize,
-    next: usize,
-    end: usize,
-}
-
-impl Gather {
-    fn batch(&mut self) -> Result<RecordBatch> {
-        let stop = self.end.min(self.next + self.batch_size);
-        let mut parts = Vec::new();
-        while self.next < stop {
-            let first = self.rows[self.next];
-            let run = self.rows[self.next..stop]
-                .iter()
-                .take_while(|r| r.partition == first.partition && r.chunk == first.chunk)
-                .count();
-            let chunk = self
-                .version
-                .partitions
-                .get(first.partition as usize)
-                .and_then(|p| p.chunks.get(first.chunk as usize))
-                .ok_or_else(|| {
-                    DataFusionError::Internal(format!("index row {first:?} outside the snapshot"))
-                })?;
-            let chunk = match &self.projection {
-                Some(cols) => chunk.project(cols)?,
-                None => chunk.clone(),
-            };
-            let indices = UInt32Array::from_iter_values(
-                self.rows[self.next..self.next + run].iter().map(|r| r.row),
-            );
-            parts.push(take_record_batch(&chunk, &indices)?);
-            self.next += run;
-        }
-        Ok(match parts.len() {
-            1 => parts.pop().expect("one part"),
-            _ => concat_batches(&self.schema, &parts)?,
-        })
-    }
-}
-
-impl Iterator for Gather {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        (self.next < self.end).then(|| {
-            let b = self.batch();
-            if b.is_err() {
-                self.next = self.end;
-            }
-            b
-        })
-    }
-}
-
-impl DisplayAs for IndexScanExec {
-    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match t {
-            DisplayFormatType::Default | DisplayFormatType::Verbose => {
-                write!(
-                    f,
-                    "IndexScanExec: table={}, index={} ({}), keys: {}, rows={}",
-                    self.table,
-                    self.index,
-                    self.kind,
-                    self.keys,
-                    self.rows.len()
-                )?;
-                if let Some(p) = &self.projection {
-                    write!(f, ", projection={p:?}")?;
-                }
-                if let Some(l) = self.limit {
-                    write!(f, ", limit={l}")?;
-                }
-                if matches!(t, DisplayFormatType::Verbose) {
-                    write!(f, ", version={}", self.version.number)?;
-                }
-                Ok(())
-            }
-            DisplayFormatType::TreeRender => {
-                writeln!(f, "table={}", self.table)?;
-                writeln!(f, "index={} ({})", self.index, self.kind)?;
-                writeln!(f, "keys={}", self.keys)?;
-                write!(f, "rows={}", self.rows.len())
-            }
-        }
-    }
-}
-
-impl ExecutionPlan for IndexScanExec {
-    fn name(&self) -> &str {
-        "IndexScanExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        Vec::new()
-    }
-
-    fn apply_expressions(
+    /// The rows of `version` the access selects, sorted by row id (table order); None when
+    /// they are more than `max_rows` or the keys cannot be encoded.
+    pub(crate) fn lookup(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn replace_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-        _options: ReplaceChildrenOptions,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal(
-                "IndexScanExec has no children".into(),
-            ))
-        }
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        self.replace_children(
-            children,
-            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
-        )
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        _context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return Err(DataFusionError::Internal(format!(
-                "IndexScanExec: partition {partition} of 1"
-            )));
-        }
-        let gather = Gather {
-            version: Arc::clone(&self.version),
-            rows: Arc::clone(&self.rows),
-            projection: self.projection.clone(),
-            schema: Arc::clone(&self.schema),
-            batch_size: self.batch_size,
-            next: 0,
-            end: self.num_rows(),
-        };
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
-            Arc::clone(&self.schema),
-            futures::stream::iter(gather),
-        )))
-    }
-
-    fn statistics_from_inputs(
-        &self,
-        _input_stats: &[Arc<Statistics>],
-        args: &StatisticsArgs,
-    ) -> Result<Arc<Statistics>> {
-        if let Some(p) = args.partition().filter(|&p| p != 0) {
-            return Err(DataFusionError::Internal(format!(
-                "IndexScanExec: partition {p} of 1"
-            )));
-        }
-        Ok(Arc::new(
-            Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(self.num_rows())),
-        ))
-    }
-
-    fn supports_limit_pushdown(&self) -> bool {
-        true
-    }
-
-    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
-        let mut scan = self.clone();
-        scan.limit = match (self.limit, limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Some(Arc::new(scan))
-    }
-
-    fn fetch(&self) -> Option<usize> {
-        self.limit
+        table: &TableDef,
+        version: &TableVersion,
+        max_rows: usize,
+    ) -> Option<Vec<RowId>> {
+        gather(table, version, &self.plan, max_rows)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use wireload_types::SqlType;
     use super::*;
     use arrow::datatypes::Field;
     use datafusion::prelude::{cast, col, lit};
@@ -1544,10 +1283,23 @@ mod tests {
         let v = version();
         let def = TableDef::new(
             "t",
-            wireload_types::TableSchema::parse(
-                "a INT NOT NULL, b BIGINT, s TEXT, d DECIMAL(10,2), day DATE, f DOUBLE",
-            )
-            .unwrap(),
+            wireload_types::TableSchema {
+                columns: [
+                    ("a", SqlType::Integer, false),
+                    ("b", SqlType::BigInt, true),
+                    ("s", SqlType::Text, true),
+                    ("d", SqlType::Decimal { precision: 10, scale: 2 }, true),
+                    ("day", SqlType::Date, true),
+                    ("f", SqlType::Double, true),
+                ]
+                .into_iter()
+                .map(|(name, ty, nullable)| wireload_types::ColumnDef {
+                    name: name.into(),
+                    ty,
+                    nullable,
+                })
+                .collect(),
+            },
             wireload_storage::Partitioning::Single,
         )
         .unwrap();

@@ -13,13 +13,14 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use wireload_storage::{Catalog, Table};
 
-use crate::index_scan::{self, ScanRequest};
+use crate::index::{self, IndexAccess};
 use crate::scan::SnapshotScanExec;
 
 /// A wireload table as a DataFusion table: every scan reads the snapshot current when it is
 /// planned. Filters an index of that snapshot can answer are pushed down (`Inexact`:
-/// DataFusion still filters the rows), and a scan that an index narrows to few rows reads
-/// only those (an `IndexScanExec`).
+/// DataFusion still filters the rows) and the scan becomes an index scan (`IndexScanExec`
+/// in EXPLAIN), whose lookups run when it executes: when they select at most the index
+/// fraction of the rows it reads only those, otherwise the whole snapshot.
 #[derive(Debug)]
 pub struct SnapshotTable {
     table: Arc<Table>,
@@ -74,29 +75,24 @@ impl TableProvider for SnapshotTable {
         // one snapshot for the whole scan: concurrent loads publish new versions we do not see
         let version = self.table.snapshot();
         let config = state.config();
-        if self.index_pushdown {
-            let request = ScanRequest {
-                table: self.table.def(),
-                version: &version,
-                filters,
-                projection,
-                limit,
-                batch_size: config.batch_size(),
-                fraction: self.index_fraction,
-            };
-            if let Some(exec) = index_scan::plan_scan(request)? {
-                return Ok(Arc::new(exec));
-            }
-        }
+        let def = Arc::clone(self.table.def());
+        let access = if self.index_pushdown {
+            IndexAccess::choose(&def, &version, filters)
+        } else {
+            None
+        };
         let exec = SnapshotScanExec::new(
-            self.table.name(),
+            def,
             version,
             projection,
             limit,
             config.target_partitions(),
             config.batch_size(),
         )?;
-        Ok(Arc::new(exec))
+        Ok(match access {
+            Some(access) => Arc::new(exec.with_index(access, self.index_fraction)),
+            None => Arc::new(exec),
+        })
     }
 
     fn supports_filters_pushdown(
@@ -111,7 +107,7 @@ impl TableProvider for SnapshotTable {
         }
         // DataFusion keeps filtering the rows: an index only narrows what is read
         let version = self.table.snapshot();
-        Ok(index_scan::pushdown(
+        Ok(index::pushdown(
             &self.table.def().arrow_schema,
             &version,
             filters,
