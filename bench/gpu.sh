@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the GPU benchmark (crates/wireload-gpu, binary wireload-gpu-bench; bench/GPU.md) as
+# Builds the GPU benchmark (the crate crates/wireload-gpu-bench; bench/GPU.md) as
 # a stripped x86-64 release binary and copies it to .gpu/ in the repository, a folder that
 # git ignores (this script adds `/.gpu/` to .git/info/exclude when it is missing there).
 #
@@ -35,7 +35,7 @@ fi
 commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
 start=$(date +%s)
 # the commit is compiled in (the bench prints it in its header)
-WIRELOAD_BENCH_COMMIT="$commit" cargo build --release -p wireload-gpu --features cuda --bin wireload-gpu-bench
+WIRELOAD_BENCH_COMMIT="$commit" cargo build --release -p wireload-gpu-bench
 end=$(date +%s)
 
 target_dir=${CARGO_TARGET_DIR:-target}

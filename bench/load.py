@@ -599,7 +599,7 @@ def ensure_data(args: argparse.Namespace, tables: list[str]) -> None:
         sys.exit(
             f"{data} lacks {', '.join(m + '.tbl' for m in missing)} and the wireload binary "
             f"{binary!r} is not there to generate it (`wireload gen tpch`); build it with "
-            "`cargo build --release` or pass --wireload / --data-dir"
+            "`cargo build --release -p wireload` or pass --wireload / --data-dir"
         )
     data.mkdir(parents=True, exist_ok=True)
     cmd = [binary, "gen", "tpch", "--sf", fmt_sf(args.sf), "--out", str(data)]

@@ -1,7 +1,18 @@
 //! Compiles the CPU emulator: the CUDA kernel source (kernels/csv.cu) built as host C++
-//! with kernels/simt.h, plus the fiber scheduler (kernels/emulate.cpp).
+//! with kernels/simt.h, plus the fiber scheduler (kernels/emulate.cpp). Only with the
+//! `testing` feature: a production build compiles no C++ and holds no emulator.
 
 fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    // (the build-dependency `cc` is there only with the feature, hence the cfg as well)
+    if std::env::var_os("CARGO_FEATURE_TESTING").is_some() {
+        #[cfg(feature = "testing")]
+        emulator();
+    }
+}
+
+#[cfg(feature = "testing")]
+fn emulator() {
     for f in ["layout.h", "csv.cu", "simt.h", "emulate.cpp"] {
         println!("cargo:rerun-if-changed=kernels/{f}");
     }

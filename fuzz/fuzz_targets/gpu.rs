@@ -8,27 +8,36 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use wireload_gpu::check::compare_on;
-use wireload_gpu::{Emulator, GpuOptions, PassMode, load_into_reference};
+use wireload_gpu::testing::check::{column, compare_on, not_null};
+use wireload_gpu::testing::{Emulator, load_into_reference};
+use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::{Dialect, LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Partitioning, Table, TableDef};
-use wireload_types::TableSchema;
+use wireload_types::SqlType::{BigInt, Boolean, Date, Decimal, Double, Integer, Text, Timestamp, Varchar};
+use wireload_types::{ColumnDef, TableSchema};
 
-const SCHEMAS: [&str; 4] = [
-    "a INT, b TEXT",
-    "a DECIMAL(15,2), b DATE, c VARCHAR(3)",
-    "a BIGINT NOT NULL, b DOUBLE, c TIMESTAMP, d BOOLEAN",
-    "a TEXT",
-];
+/// The four schemas the first byte picks from.
+fn schemas() -> [Vec<ColumnDef>; 4] {
+    [
+        vec![column("a", Integer), column("b", Text)],
+        vec![
+            column("a", Decimal { precision: 15, scale: 2 }),
+            column("b", Date),
+            column("c", Varchar(Some(3))),
+        ],
+        vec![not_null("a", BigInt), column("b", Double), column("c", Timestamp), column("d", Boolean)],
+        vec![column("a", Text)],
+    ]
+}
 
 fn emulator() -> &'static Arc<Emulator> {
     static DEV: OnceLock<Arc<Emulator>> = OnceLock::new();
     DEV.get_or_init(|| Arc::new(Emulator::new(32)))
 }
 
-fn table(schema: &str) -> Table {
-    let def = TableDef::new("t", TableSchema::parse(schema).unwrap(), Partitioning::Single).unwrap();
-    Table::new(def)
+fn table(columns: &[ColumnDef]) -> Table {
+    let schema = TableSchema { columns: columns.to_vec() };
+    Table::new(TableDef::new("t", schema, Partitioning::Single).unwrap())
 }
 
 /// The table's rows, cast to strings (NULL = None).
@@ -54,7 +63,7 @@ fn rows(t: &Table) -> Vec<Vec<Option<String>>> {
 
 fuzz_target!(|input: &[u8]| {
     let Some((&cfg, data)) = input.split_first() else { return };
-    let schema = SCHEMAS[(cfg & 3) as usize];
+    let schema = &schemas()[(cfg & 3) as usize];
     let mut d = Dialect::default();
     if cfg & 4 != 0 {
         d.delimiter = b'|';

@@ -13,7 +13,7 @@ use arrow::record_batch::RecordBatch;
 use wireload_types::{SqlType, ValueError, deser};
 
 use crate::buffers::{ColumnOut, PartitionBuffers};
-use crate::layout::{Fallback, as_bytes, fallback, kind};
+use crate::layout::{Fallback, fallback, kind};
 use crate::plan::{ColumnPlan, Plan};
 
 /// Why a partition goes to the CPU loader instead.
@@ -96,7 +96,7 @@ fn nulls(validity: &[u32], rows: usize) -> Option<NullBuffer> {
     if set == rows {
         return None;
     }
-    let bits = BooleanBuffer::new(Buffer::from_slice_ref(as_bytes(validity)), 0, rows);
+    let bits = BooleanBuffer::new(Buffer::from_slice_ref(validity), 0, rows);
     Some(NullBuffer::new(bits))
 }
 

@@ -53,7 +53,8 @@ pub struct PartitionBuffers {
     pub fallbacks: Vec<Fallback>,
     /// Per column.
     pub columns: Vec<ColumnOut>,
-    /// The intermediates, when asked for.
+    /// The intermediates, when asked for (only tests ask).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub trace: Option<Trace>,
 }
 
@@ -98,6 +99,7 @@ impl PartitionBuffers {
     }
 
     /// The fallback entries in (row, column) order, for comparisons.
+    #[cfg(feature = "testing")]
     pub fn sorted_fallbacks(&self) -> Vec<Fallback> {
         let mut v = self.fallbacks.clone();
         v.sort_by_key(|f| (f.row, f.col, f.kind));
@@ -110,6 +112,7 @@ pub fn bitmap_words(rows: usize) -> usize {
     rows.div_ceil(32)
 }
 
+#[cfg(feature = "testing")]
 impl PartitionBuffers {
     /// Where `self` and `other` differ (rows, mode, status, every output byte, the
     /// fallbacks as a set, and the intermediates both traced), or `None`.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wireload_load::Dialect;
-use wireload_types::TableSchema;
+use wireload_types::{ColumnDef, SqlType};
 
 use crate::device::Device;
 use crate::error::GpuError;
@@ -17,11 +17,40 @@ use crate::passes::Workspace;
 use crate::plan::{GpuOptions, PassMode, Plan};
 use crate::reference;
 
+/// A column named `name` of type `ty` that may hold NULL.
+pub fn column(name: &str, ty: SqlType) -> ColumnDef {
+    ColumnDef {
+        name: name.to_string(),
+        ty,
+        nullable: true,
+    }
+}
+
+/// A column named `name` of type `ty`, NOT NULL.
+pub fn not_null(name: &str, ty: SqlType) -> ColumnDef {
+    ColumnDef {
+        nullable: false,
+        ..column(name, ty)
+    }
+}
+
+/// The column list as SQL text (`a INTEGER NOT NULL, b TEXT`), for messages and reports.
+pub fn columns_text(columns: &[ColumnDef]) -> String {
+    columns
+        .iter()
+        .map(|c| {
+            let null = if c.nullable { "" } else { " NOT NULL" };
+            format!("{} {}{null}", c.name, c.ty)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A generated input.
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// the column list
-    pub schema: String,
+    /// the columns
+    pub columns: Vec<ColumnDef>,
     /// how the data is written
     pub dialect: Dialect,
     /// the CSV text
@@ -41,26 +70,38 @@ pub struct Gen {
     pub odd: bool,
 }
 
-const TYPES: &[&str] = &[
-    "BOOLEAN",
-    "SMALLINT",
-    "INTEGER",
-    "BIGINT",
-    "REAL",
-    "DOUBLE",
-    "DECIMAL(15,2)",
-    "DECIMAL(5,5)",
-    "DECIMAL(38,4)",
-    "DECIMAL(18,0)",
-    "DATE",
-    "TIMESTAMP",
-    "CHAR(3)",
-    "VARCHAR(8)",
-    "VARCHAR",
-    "TEXT",
+const TYPES: &[SqlType] = &[
+    SqlType::Boolean,
+    SqlType::SmallInt,
+    SqlType::Integer,
+    SqlType::BigInt,
+    SqlType::Real,
+    SqlType::Double,
+    SqlType::Decimal {
+        precision: 15,
+        scale: 2,
+    },
+    SqlType::Decimal {
+        precision: 5,
+        scale: 5,
+    },
+    SqlType::Decimal {
+        precision: 38,
+        scale: 4,
+    },
+    SqlType::Decimal {
+        precision: 18,
+        scale: 0,
+    },
+    SqlType::Date,
+    SqlType::Timestamp,
+    SqlType::Char(3),
+    SqlType::Varchar(Some(8)),
+    SqlType::Varchar(None),
+    SqlType::Text,
 ];
 
-fn pick<'a>(rng: &mut StdRng, v: &[&'a str]) -> &'a str {
+fn pick<T: Copy>(rng: &mut StdRng, v: &[T]) -> T {
     v[rng.random_range(0..v.len())]
 }
 
@@ -71,7 +112,7 @@ fn digits(rng: &mut StdRng, n: usize) -> String {
 }
 
 /// A value of `ty` as text (before quoting).
-fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
+fn value(rng: &mut StdRng, ty: SqlType, g: Gen) -> String {
     let odd = g.odd && rng.random_ratio(1, 8);
     let bad = g.errors && rng.random_ratio(1, 400);
     if bad {
@@ -91,7 +132,7 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
     }
     let sign = if rng.random_ratio(1, 4) { "-" } else { "" };
     match ty {
-        "BOOLEAN" => {
+        SqlType::Boolean => {
             if odd {
                 pick(rng, &[" t", "True", "YES", "of", "oN", "1 "]).into()
             } else {
@@ -104,10 +145,10 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 .into()
             }
         }
-        "SMALLINT" | "INTEGER" | "BIGINT" => {
+        SqlType::SmallInt | SqlType::Integer | SqlType::BigInt => {
             let max = match ty {
-                "SMALLINT" => 4,
-                "INTEGER" => 9,
+                SqlType::SmallInt => 4,
+                SqlType::Integer => 9,
                 _ => 18,
             };
             if odd {
@@ -116,8 +157,8 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                     1 => format!("+{}", rng.random_range(0..1000)),
                     2 => format!("000000000000000000000{}", rng.random_range(0..9)),
                     3 => match ty {
-                        "SMALLINT" => "-32768".into(),
-                        "INTEGER" => "-2147483648".into(),
+                        SqlType::SmallInt => "-32768".into(),
+                        SqlType::Integer => "-2147483648".into(),
                         _ => "-9223372036854775808".into(),
                     },
                     _ => format!("{}\t", rng.random_range(0..1000)),
@@ -127,7 +168,7 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 format!("{sign}{}", digits(rng, n))
             }
         }
-        "REAL" | "DOUBLE" => {
+        SqlType::Real | SqlType::Double => {
             if odd {
                 pick(
                     rng,
@@ -154,13 +195,8 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 }
             }
         }
-        t if t.starts_with("DECIMAL") => {
-            let (p, s) = match t {
-                "DECIMAL(15,2)" => (15, 2),
-                "DECIMAL(5,5)" => (5, 5),
-                "DECIMAL(38,4)" => (38, 4),
-                _ => (18, 0),
-            };
+        SqlType::Decimal { precision, scale } => {
+            let (p, s) = (precision as usize, scale as usize);
             if odd {
                 pick(
                     rng,
@@ -190,7 +226,7 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 }
             }
         }
-        "DATE" => {
+        SqlType::Date => {
             if odd {
                 pick(
                     rng,
@@ -212,7 +248,7 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 )
             }
         }
-        "TIMESTAMP" => {
+        SqlType::Timestamp => {
             if odd {
                 pick(
                     rng,
@@ -245,10 +281,9 @@ fn value(rng: &mut StdRng, ty: &str, g: Gen) -> String {
                 )
             }
         }
-        _ => {
+        SqlType::Char(_) | SqlType::Varchar(_) | SqlType::Text => {
             let max = match ty {
-                "CHAR(3)" => 3,
-                "VARCHAR(8)" => 8,
+                SqlType::Char(n) | SqlType::Varchar(Some(n)) => n as usize,
                 _ => 30,
             };
             let mut n = rng.random_range(0..=max);
@@ -308,15 +343,16 @@ fn field(rng: &mut StdRng, d: &Dialect, text: &str, g: Gen) -> String {
 pub fn case(seed: u64, g: Gen) -> Case {
     let mut rng = StdRng::seed_from_u64(seed);
     let ncols = rng.random_range(1..=6);
-    let mut cols = Vec::new();
+    let mut columns = Vec::new();
     let mut types = Vec::new();
     for i in 0..ncols {
         let ty = pick(&mut rng, TYPES);
         let not_null = rng.random_ratio(1, 6);
-        cols.push(format!(
-            "c{i} {ty}{}",
-            if not_null { " NOT NULL" } else { "" }
-        ));
+        columns.push(ColumnDef {
+            name: format!("c{i}"),
+            ty,
+            nullable: !not_null,
+        });
         types.push((ty, not_null));
     }
     let mut d = Dialect {
@@ -385,7 +421,7 @@ pub fn case(seed: u64, g: Gen) -> Case {
         out.push_str("unterminated");
     }
     Case {
-        schema: cols.join(", "),
+        columns,
         dialect: d,
         data: out.into_bytes(),
     }
@@ -395,13 +431,12 @@ pub fn case(seed: u64, g: Gen) -> Case {
 /// added when the last record has none); the first difference, if any.
 pub fn compare_on<D: Device>(
     dev: &Arc<D>,
-    schema: &str,
+    columns: &[ColumnDef],
     dialect: &Dialect,
     data: &[u8],
     opts: &GpuOptions,
 ) -> Result<Option<String>, GpuError> {
-    let schema = TableSchema::parse(schema).map_err(|e| GpuError::Unsupported(e.message))?;
-    let plan = Arc::new(Plan::new(&schema.columns, dialect)?);
+    let plan = Arc::new(Plan::new(columns, dialect)?);
     let mut input = data.to_vec();
     if !matches!(input.last(), Some(b'\n' | b'\r')) {
         input.push(b'\n');
@@ -454,14 +489,13 @@ pub fn check_device<D: Device>(
             ..GpuOptions::default()
         };
         report.inputs += 1;
-        if let Some(d) = compare_on(dev, &c.schema, &c.dialect, &c.data, &opts)? {
+        if let Some(d) = compare_on(dev, &c.columns, &c.dialect, &c.data, &opts)? {
             report.failures.push(format!(
                 "seed {seed} (chunk {chunk}, {mode:?}, schema {}): {d}",
-                c.schema
+                columns_text(&c.columns)
             ));
         }
-        let schema = TableSchema::parse(&c.schema).expect("generated schemas parse");
-        let plan = Plan::new(&schema.columns, &c.dialect)?;
+        let plan = Plan::new(&c.columns, &c.dialect)?;
         report.quoted += reference::run(&c.data, &plan, &opts, false).quoted as usize;
     }
     Ok(report)

@@ -1,18 +1,36 @@
-//! The CUDA GPU as a [`Device`]: cudarc's thin driver bindings, loaded at run time, and
-//! the kernels compiled by NVRTC for the GPU present (to a CUBIN for its architecture).
+//! The CUDA GPU as a [`Device`], through cudarc (the driver and NVRTC loaded at run time),
+//! and the kernels compiled by NVRTC for the GPU present (to a CUBIN for its architecture).
+//!
+//! cudarc's safe API holds the context, the module and its functions, the streams, the
+//! events, the page-locked host buffers, and launches the kernels. Device memory stays
+//! plain `cuMemAlloc` addresses with cudarc's thin driver calls: the kernels take their
+//! buffers as 64-bit addresses inside their argument structs, and the passes copy between
+//! regions of those buffers and regions of the page-locked staging buffers asynchronously,
+//! which cudarc's typed slices do not express (their copies from host slices other than a
+//! whole pinned buffer synchronize the stream, which would serialize copies and kernels).
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CString, c_char};
 use std::sync::{Arc, OnceLock};
 
+use bytemuck::Pod;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
+use cudarc::driver::{
+    CudaContext, CudaFunction, DeviceRepr, DriverError, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use cudarc::nvrtc::result as rtc;
 use cudarc::nvrtc::sys as nvrtc;
 
-use crate::device::Device;
+use crate::device::{Device, HostMemory};
 use crate::error::GpuError;
 use crate::layout::{Kernel, kernel_source};
 
-fn cuda_err(what: &str, e: cu::DriverError) -> GpuError {
+/// Threads per block of every launch.
+const BLOCK: u32 = 256;
+
+fn cuda_err(what: &str, e: DriverError) -> GpuError {
     GpuError::Cuda {
         what: what.to_string(),
         message: format!("{e:?}"),
@@ -28,21 +46,11 @@ pub fn nvrtc_present() -> bool {
 /// Loads NVRTC (and its builtins library, which it opens by name) from `dir`, so that the
 /// later loads by name find them; for a library installed outside the loader's path (the
 /// `nvidia-cuda-nvrtc` wheel the compile check uses).
+#[cfg(feature = "testing")]
 pub fn preload_nvrtc(dir: &std::path::Path) -> Result<(), GpuError> {
     use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| GpuError::NoGpu(format!("cannot read {}: {e}", dir.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            // shared objects only (a toolkit's lib64 also holds static archives), and not
-            // the wheel's `.alt.` variants
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
-            })
-        })
-        .collect();
-    // the builtins first: libnvrtc opens them by name
-    names.sort_by_key(|p| !p.to_string_lossy().contains("builtins"));
+    let names = nvrtc_files(dir)
+        .map_err(|e| GpuError::NoGpu(format!("cannot read {}: {e}", dir.display())))?;
     if names.is_empty() {
         return Err(GpuError::NoGpu(format!("no libnvrtc in {}", dir.display())));
     }
@@ -56,23 +64,70 @@ pub fn preload_nvrtc(dir: &std::path::Path) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// The shared libraries of NVRTC in `dir`, the builtins first (NVRTC opens them by name):
+/// shared objects only (a toolkit's lib64 also holds static archives), and not the
+/// wheel's `.alt.` variants.
+#[cfg(feature = "testing")]
+pub fn nvrtc_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
+            })
+        })
+        .collect();
+    names.sort_by_key(|p| (!p.to_string_lossy().contains("builtins"), p.clone()));
+    Ok(names)
+}
+
 /// The NVRTC version (major, minor).
+#[cfg(feature = "testing")]
 pub fn nvrtc_version() -> Result<(i32, i32), GpuError> {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: two valid out-pointers.
-    let rc = unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) };
-    if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(GpuError::Compile {
-            log: format!("nvrtcVersion failed: {rc:?}"),
-        });
-    }
+    unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| GpuError::Compile {
+            log: format!("nvrtcVersion failed: {:?}", e.0),
+        })?;
     Ok((major, minor))
+}
+
+/// The CUDA driver's version as "major.minor", when it answers (after a device opened).
+#[cfg(feature = "testing")]
+pub fn driver_version() -> Option<String> {
+    let mut v = 0;
+    // SAFETY: one valid out-pointer; called only after the driver library was found and
+    // initialized (a `CudaDevice` opened).
+    let rc = unsafe { sys::cuDriverGetVersion(&mut v) };
+    (rc == sys::CUresult::CUDA_SUCCESS).then(|| format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
 /// Compiles the kernels for `arch` (e.g. `sm_90` for a CUBIN, `compute_90` for PTX);
 /// returns the image.
 pub fn compile(arch: &str) -> Result<Vec<u8>, GpuError> {
     compile_source(&kernel_source(), arch)
+}
+
+/// An NVRTC program, destroyed when dropped.
+struct Program(nvrtc::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by `rtc::create_program` and is destroyed once.
+        let _ = unsafe { rtc::destroy_program(self.0) };
+    }
+}
+
+/// The text of a NUL-terminated buffer from NVRTC.
+fn c_text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Compiles CUDA C++ `source` for `arch` with the options the kernels use; returns the
@@ -85,149 +140,95 @@ pub fn compile_source(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
                 .into(),
         ));
     }
-    let fail = |what: &str, rc: nvrtc::nvrtcResult| GpuError::Compile {
-        log: format!("{what} failed: {rc:?}"),
+    let fail = |what: &str, e: rtc::NvrtcError| GpuError::Compile {
+        log: format!("{what} failed: {e:?}"),
     };
     let src = CString::new(source).map_err(|_| GpuError::Compile {
         log: "the source holds a NUL byte".into(),
     })?;
-    let name = CString::new("csv.cu").expect("no NUL");
-    let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: valid C strings and an out-pointer; no headers.
-    let rc = unsafe {
-        nvrtc::nvrtcCreateProgram(
-            &mut prog,
-            src.as_ptr(),
-            name.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(fail("nvrtcCreateProgram", rc));
+    let prog = Program(
+        rtc::create_program(&src, Some(c"csv.cu")).map_err(|e| fail("nvrtcCreateProgram", e))?,
+    );
+    let opts = [format!("--gpu-architecture={arch}"), "-std=c++17".into()];
+    // SAFETY: `prog` is a live program (its source and name outlive it here).
+    if unsafe { rtc::compile_program(prog.0, &opts) }.is_err() {
+        // SAFETY: as above.
+        let log =
+            unsafe { rtc::get_program_log(prog.0) }.map_err(|e| fail("nvrtcGetProgramLog", e))?;
+        return Err(GpuError::Compile { log: c_text(&log) });
     }
-    let opts: Vec<CString> = [format!("--gpu-architecture={arch}"), "-std=c++17".into()]
-        .into_iter()
-        .map(|o| CString::new(o).expect("no NUL"))
-        .collect();
-    let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
-    // SAFETY: `prog` was created above; the option pointers outlive the call.
-    let rc = unsafe { nvrtc::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
-    let result = if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        let mut len = 0usize;
-        // SAFETY: `prog` is valid; the log buffer has the size NVRTC reported.
-        let log = unsafe {
-            nvrtc::nvrtcGetProgramLogSize(prog, &mut len);
-            let mut buf = vec![0u8; len.max(1)];
-            nvrtc::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast());
-            String::from_utf8_lossy(&buf[..len.saturating_sub(1)]).into_owned()
-        };
-        Err(GpuError::Compile { log })
-    } else if arch.starts_with("sm_") {
-        let mut len = 0usize;
-        // SAFETY: as above; the image buffer has the size NVRTC reported.
-        unsafe {
-            let rc = nvrtc::nvrtcGetCUBINSize(prog, &mut len);
-            if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-                Err(fail("nvrtcGetCUBINSize", rc))
-            } else {
-                let mut image = vec![0u8; len];
-                let rc = nvrtc::nvrtcGetCUBIN(prog, image.as_mut_ptr().cast());
-                if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-                    Err(fail("nvrtcGetCUBIN", rc))
-                } else {
-                    Ok(image)
-                }
-            }
-        }
-    } else {
-        let mut len = 0usize;
-        // SAFETY: as above, for the PTX text (NUL-terminated by NVRTC).
-        unsafe {
-            let rc = nvrtc::nvrtcGetPTXSize(prog, &mut len);
-            if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-                Err(fail("nvrtcGetPTXSize", rc))
-            } else {
-                let mut image = vec![0u8; len];
-                let rc = nvrtc::nvrtcGetPTX(prog, image.as_mut_ptr().cast());
-                if rc != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-                    Err(fail("nvrtcGetPTX", rc))
-                } else {
-                    Ok(image)
-                }
-            }
-        }
-    };
-    // SAFETY: `prog` is valid and destroyed once.
-    unsafe { nvrtc::nvrtcDestroyProgram(&mut prog) };
-    result
+    if !arch.starts_with("sm_") {
+        // SAFETY: `prog` compiled; the PTX comes back NUL-terminated.
+        let ptx = unsafe { rtc::get_ptx(prog.0) }.map_err(|e| fail("nvrtcGetPTX", e))?;
+        return Ok(ptx.into_iter().map(|c| c as u8).collect());
+    }
+    // (cudarc wraps no CUBIN getter)
+    let mut len = 0usize;
+    // SAFETY: `prog` compiled for a real architecture; a valid out-pointer.
+    unsafe { nvrtc::nvrtcGetCUBINSize(prog.0, &mut len) }
+        .result()
+        .map_err(|e| fail("nvrtcGetCUBINSize", e))?;
+    let mut image = vec![0u8; len];
+    // SAFETY: the buffer has the size NVRTC reported.
+    unsafe { nvrtc::nvrtcGetCUBIN(prog.0, image.as_mut_ptr().cast()) }
+        .result()
+        .map_err(|e| fail("nvrtcGetCUBIN", e))?;
+    Ok(image)
 }
 
 /// A CUDA GPU with the kernels loaded.
 #[derive(Debug)]
 pub struct CudaDevice {
-    ctx: sys::CUcontext,
-    /// the loaded kernels (the module is never unloaded: `functions` point into it)
-    _module: sys::CUmodule,
-    functions: Vec<sys::CUfunction>,
+    ctx: Arc<CudaContext>,
+    /// the kernels in [`Kernel`] order (each keeps the module loaded)
+    functions: Vec<CudaFunction>,
     name: String,
     arch: (i32, i32),
     sms: u32,
 }
 
-// SAFETY: the context, module and function handles are process-wide driver objects that
-// may be used from any thread once the context is made current there (every method does).
-unsafe impl Send for CudaDevice {}
-// SAFETY: as above; the driver synchronizes concurrent calls.
-unsafe impl Sync for CudaDevice {}
-
 /// A CUDA stream.
 #[derive(Debug)]
-pub struct CudaStream(sys::CUstream);
-
-// SAFETY: a stream handle may be used from any thread with the context current.
-unsafe impl Send for CudaStream {}
-
-impl Drop for CudaStream {
-    fn drop(&mut self) {
-        // SAFETY: the stream was created by `new_stream` and is destroyed once; pending
-        // work completes before the driver releases it.
-        let _ = unsafe { cu::stream::destroy(self.0) };
-    }
-}
+pub struct CudaStream(Arc<cudarc::driver::CudaStream>);
 
 /// Page-locked host memory.
 #[derive(Debug)]
 pub struct Pinned {
-    ptr: *mut u8,
+    mem: PinnedHostSlice<u8>,
     len: usize,
 }
 
-// SAFETY: the memory is owned by this value alone.
-unsafe impl Send for Pinned {}
+impl HostMemory for Pinned {
+    fn size(&self) -> usize {
+        self.len
+    }
 
-impl AsRef<[u8]> for Pinned {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` bytes allocated (and zeroed) by `alloc_pinned`,
-        // owned by this value.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    fn bytes(&self) -> Result<&[u8], GpuError> {
+        let all = self
+            .mem
+            .as_slice()
+            .map_err(|e| cuda_err("cuEventSynchronize", e))?;
+        Ok(&all[..self.len])
+    }
+
+    fn bytes_mut(&mut self) -> Result<&mut [u8], GpuError> {
+        let all = self
+            .mem
+            .as_mut_slice()
+            .map_err(|e| cuda_err("cuEventSynchronize", e))?;
+        Ok(&mut all[..self.len])
     }
 }
 
-impl AsMut<[u8]> for Pinned {
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
+/// A kernel's argument struct as the launch passes it: by value, as its bytes.
+#[repr(transparent)]
+struct ArgStruct<A>(A);
 
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        // SAFETY: allocated by cuMemHostAlloc in `alloc_pinned`, freed once.
-        let _ = unsafe { cu::free_host(self.ptr.cast()) };
-    }
-}
+// SAFETY: `A` is `Pod` (`#[repr(C)]`, no padding, every bit pattern valid) and the wrapper
+// is transparent, so the pointer the launch takes to it points at the struct's bytes,
+// which the driver copies as the kernel's one parameter (its size and layout are the C
+// struct's: the layout test).
+unsafe impl<A: Pod> DeviceRepr for ArgStruct<A> {}
 
 static SHARED: OnceLock<Result<Arc<CudaDevice>, String>> = OnceLock::new();
 
@@ -246,7 +247,7 @@ impl CudaDevice {
     }
 
     /// Opens GPU `ordinal` and loads the kernels, compiled for it.
-    pub fn open(ordinal: i32) -> Result<CudaDevice, GpuError> {
+    pub fn open(ordinal: usize) -> Result<CudaDevice, GpuError> {
         // SAFETY: tries to open the driver library by name; calls nothing.
         if !unsafe { sys::is_culib_present() } {
             return Err(GpuError::NoGpu(
@@ -254,28 +255,21 @@ impl CudaDevice {
             ));
         }
         cu::init().map_err(|e| GpuError::NoGpu(format!("the CUDA driver did not start: {e:?}")))?;
-        let count = cu::device::get_count().map_err(|e| cuda_err("cuDeviceGetCount", e))?;
-        if count <= ordinal {
+        let count = CudaContext::device_count().map_err(|e| cuda_err("cuDeviceGetCount", e))?;
+        if count <= ordinal as i32 {
             return Err(GpuError::NoGpu(format!(
                 "the CUDA driver sees {count} GPUs"
             )));
         }
-        let dev = cu::device::get(ordinal).map_err(|e| cuda_err("cuDeviceGet", e))?;
-        let name = cu::device::get_name(dev).map_err(|e| cuda_err("cuDeviceGetName", e))?;
-        use sys::CUdevice_attribute as A;
-        // SAFETY: `dev` is a valid device handle.
-        let attr = |a| unsafe { cu::device::get_attribute(dev, a) };
-        let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        // the device's primary context, retained for the life of the device
+        let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("cuDevicePrimaryCtxRetain", e))?;
+        let name = ctx.name().map_err(|e| cuda_err("cuDeviceGetName", e))?;
+        let (major, minor) = ctx
+            .compute_capability()
             .map_err(|e| cuda_err("cuDeviceGetAttribute", e))?;
-        let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-            .map_err(|e| cuda_err("cuDeviceGetAttribute", e))?;
-        let sms = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| cuda_err("cuDeviceGetAttribute", e))? as u32;
-        // SAFETY: `dev` is valid; the primary context is retained for the process's life.
-        let ctx = unsafe { cu::primary_ctx::retain(dev) }
-            .map_err(|e| cuda_err("cuDevicePrimaryCtxRetain", e))?;
-        // SAFETY: `ctx` was just retained.
-        unsafe { cu::ctx::set_current(ctx) }.map_err(|e| cuda_err("cuCtxSetCurrent", e))?;
         let image = match compile(&format!("sm_{major}{minor}")) {
             Ok(cubin) => cubin,
             // an NVRTC that does not know this GPU yet: PTX for the driver to compile
@@ -288,21 +282,19 @@ impl CudaDevice {
             }
             Err(e) => return Err(e),
         };
-        // SAFETY: `image` is a CUBIN or NUL-terminated PTX from NVRTC, alive during the call.
-        let module = unsafe { cu::module::load_data(image.as_ptr().cast::<c_void>()) }
+        let module = ctx
+            .load_module(Ptx::from_binary(image))
             .map_err(|e| cuda_err("cuModuleLoadData", e))?;
         let functions = Kernel::ALL
             .iter()
             .map(|k| {
-                let name = CString::new(k.name()).expect("no NUL");
-                // SAFETY: `module` was loaded above and is never unloaded.
-                unsafe { cu::module::get_function(module, name) }
+                module
+                    .load_function(k.name())
                     .map_err(|e| cuda_err(&format!("cuModuleGetFunction({})", k.name()), e))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CudaDevice {
             ctx,
-            _module: module,
             functions,
             name,
             arch: (major, minor),
@@ -312,58 +304,57 @@ impl CudaDevice {
 
     /// Makes the device's context current on this thread.
     fn bind(&self) -> Result<(), GpuError> {
-        // SAFETY: the primary context stays retained for the life of `self`.
-        unsafe { cu::ctx::set_current(self.ctx) }.map_err(|e| cuda_err("cuCtxSetCurrent", e))
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("cuCtxSetCurrent", e))
     }
 
     /// A pair of events timing work on a stream: record `start`, queue work, record `end`,
     /// then `elapsed_ms`.
+    #[cfg(feature = "testing")]
     pub fn timer(&self) -> Result<Timer, GpuError> {
-        self.bind()?;
-        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
-        let start = cu::event::create(flags).map_err(|e| cuda_err("cuEventCreate", e))?;
-        let end = cu::event::create(flags).map_err(|e| cuda_err("cuEventCreate", e))?;
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .ctx
+            .new_event(flags)
+            .map_err(|e| cuda_err("cuEventCreate", e))?;
+        let end = self
+            .ctx
+            .new_event(flags)
+            .map_err(|e| cuda_err("cuEventCreate", e))?;
         Ok(Timer { start, end })
     }
 }
 
 /// Two CUDA events.
+#[cfg(feature = "testing")]
 #[derive(Debug)]
 pub struct Timer {
-    start: sys::CUevent,
-    end: sys::CUevent,
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
 }
 
+#[cfg(feature = "testing")]
 impl Timer {
     /// Records the start on `s`.
     pub fn start(&self, s: &CudaStream) -> Result<(), GpuError> {
-        // SAFETY: valid event and stream handles.
-        unsafe { cu::event::record(self.start, s.0) }.map_err(|e| cuda_err("cuEventRecord", e))
+        self.start
+            .record(&s.0)
+            .map_err(|e| cuda_err("cuEventRecord", e))
     }
 
     /// Records the end on `s`.
     pub fn end(&self, s: &CudaStream) -> Result<(), GpuError> {
-        // SAFETY: as above.
-        unsafe { cu::event::record(self.end, s.0) }.map_err(|e| cuda_err("cuEventRecord", e))
+        self.end
+            .record(&s.0)
+            .map_err(|e| cuda_err("cuEventRecord", e))
     }
 
     /// Milliseconds between the two events (waits for the end).
     pub fn elapsed_ms(&self) -> Result<f32, GpuError> {
-        // SAFETY: both events were recorded.
-        unsafe {
-            cu::event::synchronize(self.end).map_err(|e| cuda_err("cuEventSynchronize", e))?;
-            cu::event::elapsed(self.start, self.end).map_err(|e| cuda_err("cuEventElapsedTime", e))
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: created in `timer`, destroyed once.
-        unsafe {
-            let _ = cu::event::destroy(self.start);
-            let _ = cu::event::destroy(self.end);
-        }
+        self.start
+            .elapsed_ms(&self.end)
+            .map_err(|e| cuda_err("cuEventElapsedTime", e))
     }
 }
 
@@ -383,19 +374,20 @@ impl Device for CudaDevice {
     }
 
     fn block_threads(&self) -> u32 {
-        256
+        BLOCK
     }
 
     fn new_stream(&self) -> Result<CudaStream, GpuError> {
-        self.bind()?;
-        cu::stream::create(cu::stream::StreamKind::NonBlocking)
+        // a non-blocking stream
+        self.ctx
+            .new_stream()
             .map(CudaStream)
             .map_err(|e| cuda_err("cuStreamCreate", e))
     }
 
     fn alloc(&self, len: usize) -> Result<u64, GpuError> {
         self.bind()?;
-        // SAFETY: a plain allocation of `len` bytes.
+        // SAFETY: a plain allocation of `len` bytes, freed by `free`.
         unsafe { cu::malloc_sync(len.max(1)) }
             .map_err(|e| cuda_err(&format!("cuMemAlloc({len})"), e))
     }
@@ -408,65 +400,64 @@ impl Device for CudaDevice {
     }
 
     fn alloc_pinned(&self, len: usize) -> Result<Pinned, GpuError> {
-        self.bind()?;
-        // SAFETY: a plain page-locked allocation of `len` bytes.
-        let ptr = unsafe { cu::malloc_host(len.max(1), 0) }
-            .map_err(|e| cuda_err(&format!("cuMemHostAlloc({len})"), e))?
-            .cast::<u8>();
-        // SAFETY: `ptr` has `len` writable bytes; zeroed so that slices of it are
-        // initialized.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
-        Ok(Pinned { ptr, len })
+        let fail = |e| cuda_err(&format!("cuMemHostAlloc({len})"), e);
+        // Flags 0 (not cudarc's default, write-combined memory, which the host reads very
+        // slowly: the outputs are read from these buffers).
+        // SAFETY: the memory is uninitialized: it is zeroed below before any slice of it
+        // is made.
+        let mut mem =
+            unsafe { self.ctx.alloc_pinned_with_flags::<u8>(len.max(1), 0) }.map_err(fail)?;
+        let ptr = mem.as_mut_ptr().map_err(fail)?;
+        // SAFETY: `ptr` points to the `len.max(1)` bytes `mem` owns.
+        unsafe { ptr.write_bytes(0, len.max(1)) };
+        Ok(Pinned { mem, len })
     }
 
     unsafe fn h2d(&self, s: &CudaStream, dst: u64, src: &[u8]) -> Result<(), GpuError> {
         self.bind()?;
         // SAFETY: forwarded contract (destination inside an allocation, source alive until
         // the stream syncs).
-        unsafe { cu::memcpy_htod_async(dst, src, s.0) }
+        unsafe { cu::memcpy_htod_async(dst, src, s.0.cu_stream()) }
             .map_err(|e| cuda_err("cuMemcpyHtoDAsync", e))
     }
 
     unsafe fn d2h(&self, s: &CudaStream, dst: &mut [u8], src: u64) -> Result<(), GpuError> {
         self.bind()?;
         // SAFETY: forwarded contract.
-        unsafe { cu::memcpy_dtoh_async(dst, src, s.0) }
+        unsafe { cu::memcpy_dtoh_async(dst, src, s.0.cu_stream()) }
             .map_err(|e| cuda_err("cuMemcpyDtoHAsync", e))
     }
 
-    unsafe fn launch_raw(
+    unsafe fn launch<A: Pod>(
         &self,
         s: &CudaStream,
         k: Kernel,
         grid: (u32, u32),
-        args: &[u8],
+        args: &A,
     ) -> Result<(), GpuError> {
         if grid.0 == 0 || grid.1 == 0 {
             return Ok(());
         }
-        self.bind()?;
         // The kernel's one parameter is the argument struct, passed by value: the driver
-        // copies `args` when the launch is queued.
-        let mut params = [args.as_ptr() as *mut c_void];
-        // SAFETY: the function belongs to the loaded module; its single parameter has the
-        // size and layout of `args` (layout test); the caller guarantees the device
-        // addresses inside are valid for the kernel.
-        unsafe {
-            cu::launch_kernel(
-                self.functions[k as usize],
-                (grid.0, grid.1, 1),
-                (256, 1, 1),
-                0,
-                s.0,
-                &mut params,
-            )
-        }
-        .map_err(|e| cuda_err(&format!("cuLaunchKernel({})", k.name()), e))
+        // copies it when the launch is queued.
+        let arg = ArgStruct(*args);
+        let cfg = LaunchConfig {
+            grid_dim: (grid.0, grid.1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = s.0.launch_builder(&self.functions[k as usize]);
+        launch.arg(&arg);
+        // SAFETY: the function belongs to the loaded module and takes one parameter, the
+        // argument struct `A` (the caller's contract), whose device addresses the caller
+        // guarantees are valid for what the kernel reads and writes.
+        unsafe { launch.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_err(&format!("cuLaunchKernel({})", k.name()), e))
     }
 
     fn sync(&self, s: &CudaStream) -> Result<(), GpuError> {
-        self.bind()?;
-        // SAFETY: a valid stream handle.
-        unsafe { cu::stream::synchronize(s.0) }.map_err(|e| cuda_err("cuStreamSynchronize", e))
+        s.0.synchronize()
+            .map_err(|e| cuda_err("cuStreamSynchronize", e))
     }
 }

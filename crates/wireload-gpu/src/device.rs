@@ -1,8 +1,11 @@
 //! What the passes need from a device: memory, copies, kernel launches on a stream. Two
-//! devices implement it: a CUDA GPU (`cuda` feature) and the CPU emulator.
+//! devices implement it: a CUDA GPU (`cuda` feature) and the CPU emulator (`testing`
+//! feature).
+
+use bytemuck::Pod;
 
 use crate::error::GpuError;
-use crate::layout::{Kernel, Pod, as_bytes};
+use crate::layout::Kernel;
 
 /// A device the kernels run on.
 ///
@@ -12,7 +15,7 @@ pub trait Device: Send + Sync + 'static {
     /// An ordered queue of copies and launches.
     type Stream: Send;
     /// Page-locked host memory (what copies run fastest from and to).
-    type Pinned: Send + AsRef<[u8]> + AsMut<[u8]>;
+    type Pinned: HostMemory;
 
     /// The device's name, for reports.
     fn describe(&self) -> String;
@@ -44,33 +47,29 @@ pub trait Device: Send + Sync + 'static {
     /// until the stream is synchronized.
     unsafe fn d2h(&self, s: &Self::Stream, dst: &mut [u8], src: u64) -> Result<(), GpuError>;
     /// Queues kernel `k` over `grid` blocks of [`Device::block_threads`] threads with the
-    /// argument struct `args`.
+    /// argument struct `args` (the kernel's one parameter, passed by value).
     ///
     /// # Safety
-    /// Every device address in `args` points into a live allocation large enough for what
-    /// the kernel reads and writes there (see `kernels/layout.h`).
-    unsafe fn launch_raw(
+    /// `A` is the kernel's argument struct (`kernels/layout.h`), and every device address
+    /// in `args` points into a live allocation large enough for what the kernel reads and
+    /// writes there.
+    unsafe fn launch<A: Pod>(
         &self,
         s: &Self::Stream,
         k: Kernel,
         grid: (u32, u32),
-        args: &[u8],
+        args: &A,
     ) -> Result<(), GpuError>;
     /// Waits until everything queued on `s` has run.
     fn sync(&self, s: &Self::Stream) -> Result<(), GpuError>;
 }
 
-/// Queues kernel `k` with a typed argument struct.
-///
-/// # Safety
-/// As [`Device::launch_raw`].
-pub unsafe fn launch<D: Device, A: Pod>(
-    dev: &D,
-    s: &D::Stream,
-    k: Kernel,
-    grid: (u32, u32),
-    args: &A,
-) -> Result<(), GpuError> {
-    // SAFETY: forwarded contract.
-    unsafe { dev.launch_raw(s, k, grid, as_bytes(std::slice::from_ref(args))) }
+/// Page-locked host memory of a device: the staging buffers of the copies.
+pub trait HostMemory: Send {
+    /// Bytes allocated.
+    fn size(&self) -> usize;
+    /// The bytes. Fails only when the device failed (a CUDA error recorded earlier).
+    fn bytes(&self) -> Result<&[u8], GpuError>;
+    /// The bytes, to write. Fails as [`HostMemory::bytes`].
+    fn bytes_mut(&mut self) -> Result<&mut [u8], GpuError>;
 }

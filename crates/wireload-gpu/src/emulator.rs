@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::ffi::c_char;
 use std::sync::Mutex;
 
-use crate::device::Device;
+use bytemuck::Pod;
+
+use crate::device::{Device, HostMemory};
 use crate::error::GpuError;
 use crate::layout::Kernel;
 
@@ -74,15 +76,17 @@ impl Drop for Emulator {
 #[derive(Debug)]
 pub struct HostBuffer(Vec<u8>);
 
-impl AsRef<[u8]> for HostBuffer {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
+impl HostMemory for HostBuffer {
+    fn size(&self) -> usize {
+        self.0.len()
     }
-}
 
-impl AsMut<[u8]> for HostBuffer {
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.0
+    fn bytes(&self) -> Result<&[u8], GpuError> {
+        Ok(&self.0)
+    }
+
+    fn bytes_mut(&mut self) -> Result<&mut [u8], GpuError> {
+        Ok(&mut self.0)
     }
 }
 
@@ -157,21 +161,21 @@ impl Device for Emulator {
         Ok(())
     }
 
-    unsafe fn launch_raw(
+    unsafe fn launch<A: Pod>(
         &self,
         _: &(),
         k: Kernel,
         grid: (u32, u32),
-        args: &[u8],
+        args: &A,
     ) -> Result<(), GpuError> {
         if grid.0 == 0 || grid.1 == 0 {
             return Ok(());
         }
         let mut err = [0 as c_char; 256];
-        // SAFETY: `args` is the kernel's argument struct (its size matches the C struct,
-        // checked by the layout test); the caller guarantees its device addresses point
-        // into live allocations, which are host memory here; `err` is a writable buffer of
-        // the length passed.
+        // SAFETY: `args` is the kernel's argument struct (the caller's contract; its size
+        // matches the C struct, checked by the layout test); the caller guarantees its
+        // device addresses point into live allocations, which are host memory here; `err`
+        // is a writable buffer of the length passed.
         let rc = unsafe {
             wl_emu_launch(
                 k as u32,
@@ -179,7 +183,7 @@ impl Device for Emulator {
                 grid.1,
                 1,
                 self.threads,
-                args.as_ptr(),
+                bytemuck::bytes_of(args).as_ptr(),
                 err.as_mut_ptr(),
                 err.len(),
             )

@@ -88,8 +88,9 @@ impl<D: Device> Runner for Pooled<'_, D> {
     }
 }
 
-/// The passes of [`crate::reference`] as a [`Runner`]: loads whose every step but the
-/// kernels is the GPU engine's.
+/// The passes of the reference (`testing::reference`) as a [`Runner`]: loads whose every
+/// step but the kernels is the GPU engine's.
+#[cfg(feature = "testing")]
 #[derive(Debug)]
 pub struct ReferenceRunner {
     plan: Arc<Plan>,
@@ -97,6 +98,7 @@ pub struct ReferenceRunner {
     input: Vec<u8>,
 }
 
+#[cfg(feature = "testing")]
 impl ReferenceRunner {
     /// A runner for `plan`.
     pub fn new(plan: Arc<Plan>, opts: &GpuOptions) -> Self {
@@ -108,6 +110,7 @@ impl ReferenceRunner {
     }
 }
 
+#[cfg(feature = "testing")]
 impl Runner for ReferenceRunner {
     fn stage(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
         self.input.resize(n, 0);
@@ -278,6 +281,7 @@ fn shift(mut e: LoadError, start: u64, data: &[u8]) -> LoadError {
 
 /// Loads `source` into `table` on `dev` (with workspaces of its own, freed afterwards) and
 /// publishes the new version; on any error the table is unchanged.
+#[cfg(feature = "testing")]
 pub fn load_into_on<D: Device>(
     dev: &Arc<D>,
     table: &Table,
@@ -314,6 +318,7 @@ pub fn load_into_pooled<D: Device>(
 
 /// Loads `source` into `table` with the reference passes in place of the kernels (every
 /// other step is the GPU engine's), and publishes the new version.
+#[cfg(feature = "testing")]
 pub fn load_into_reference(
     table: &Table,
     source: &Source,

@@ -23,7 +23,8 @@ pub enum GpuError {
         /// the compiler's log
         log: String,
     },
-    /// The CPU emulator of the kernels stopped.
+    /// The CPU emulator of the kernels stopped (`testing` feature).
+    #[cfg(feature = "testing")]
     #[error("the kernel emulator stopped in {kernel}: {message}")]
     Emulator {
         /// the kernel

@@ -1,6 +1,10 @@
 //! The structs the kernels read and write, mirrored from `kernels/layout.h` (which says
-//! what each field means). The emulator reports the C sizes and offsets, and a test
-//! compares them with these.
+//! what each field means). They are `#[repr(C)]` plain data with explicit padding:
+//! `bytemuck`'s derives check at compile time that they have no implicit padding, so they
+//! may be copied to and from the device as bytes. The emulator reports the C sizes and
+//! offsets, and a test compares them with these.
+
+use bytemuck::{Pod, Zeroable};
 
 /// A FieldsIndex entry's bit that marks a record delimiter.
 pub const RECORD_BIT: u32 = 0x8000_0000;
@@ -61,7 +65,7 @@ pub mod fallback {
 
 /// Delimiters and quotes of a chunk, or before it after the scan.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct ChunkCount {
     /// delimiters ending a field
     pub fields: u32,
@@ -94,7 +98,7 @@ impl ChunkCount {
 
 /// Where a string field's text is, its unescaped length and flags.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct Span {
     /// first byte of the text in the partition
     pub start: u32,
@@ -104,7 +108,7 @@ pub struct Span {
 
 /// A field left to the host.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct Fallback {
     /// row in the partition
     pub row: u32,
@@ -124,21 +128,13 @@ pub struct Fallback {
 
 impl Default for Fallback {
     fn default() -> Self {
-        Fallback {
-            row: 0,
-            col: 0,
-            kind: 0,
-            len: 0,
-            start: 0,
-            end: 0,
-            text: [0; MAX_WIDTH],
-        }
+        Fallback::zeroed()
     }
 }
 
 /// Errors and counters of a partition's passes.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct Status {
     /// the first field with an error: `row << 16 | column` ([`NONE`]: none)
     pub error_at: u64,
@@ -170,7 +166,7 @@ impl Default for Status {
 
 /// A column as the kernels see it.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct ColumnDesc {
     /// [`kind`]
     pub kind: u32,
@@ -202,7 +198,7 @@ pub struct ColumnDesc {
 
 /// Dialect bytes for the kernels.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct KDialect {
     /// field delimiter
     pub delim: u8,
@@ -220,7 +216,7 @@ pub struct KDialect {
 
 /// `wl_count`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct CountArgs {
     pub input: u64,
@@ -234,7 +230,7 @@ pub struct CountArgs {
 
 /// `wl_scan_partial` / `wl_scan_finish`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct ScanArgs {
     pub input: u64,
@@ -247,7 +243,7 @@ pub struct ScanArgs {
 
 /// `wl_index_fast`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct IndexFastArgs {
     pub input: u64,
@@ -266,7 +262,7 @@ pub struct IndexFastArgs {
 
 /// `wl_index_quoted`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct IndexQuotedArgs {
     pub input: u64,
@@ -282,7 +278,7 @@ pub struct IndexQuotedArgs {
 
 /// `wl_compact_count`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct CompactCountArgs {
     pub index: u64,
@@ -293,7 +289,7 @@ pub struct CompactCountArgs {
 
 /// `wl_compact_scatter`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct CompactScatterArgs {
     pub index: u64,
@@ -306,7 +302,7 @@ pub struct CompactScatterArgs {
 
 /// `wl_fields_quoted`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct FieldsQuotedArgs {
     pub input: u64,
@@ -324,7 +320,7 @@ pub struct FieldsQuotedArgs {
 
 /// `wl_deserialize`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct DeserializeArgs {
     pub cols: u64,
@@ -337,7 +333,7 @@ pub struct DeserializeArgs {
 
 /// `wl_string_lengths` / `wl_string_gather`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct StringArgs {
     pub input: u64,
@@ -354,7 +350,7 @@ pub struct StringArgs {
 
 /// `wl_offsets_partial` / `wl_offsets_finish`'s argument.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 #[allow(missing_docs)]
 pub struct OffsetsArgs {
     pub cols: u64,
@@ -424,6 +420,7 @@ impl Kernel {
 }
 
 /// The kernels' CUDA C++ source, layout header first, as NVRTC compiles it.
+#[cfg(feature = "cuda")]
 pub fn kernel_source() -> String {
     // `#line` makes NVRTC's messages name the real file and line
     let mut s = String::from("#line 1 \"layout.h\"\n");
@@ -433,78 +430,8 @@ pub fn kernel_source() -> String {
     s
 }
 
-/// Plain data that may be viewed as bytes: `#[repr(C)]` structs of integers whose padding
-/// is explicit, so every byte is initialized.
-///
-/// # Safety
-/// The type must have no implicit padding and no invalid bit patterns.
-pub unsafe trait Pod: Copy + 'static {}
-
-// SAFETY: integers have no padding and every bit pattern is valid.
-unsafe impl Pod for u8 {}
-// SAFETY: as above.
-unsafe impl Pod for u32 {}
-// SAFETY: as above.
-unsafe impl Pod for i32 {}
-// SAFETY: as above.
-unsafe impl Pod for u64 {}
-// SAFETY: five u32 fields, no padding (size 20, checked against C by the layout test).
-unsafe impl Pod for ChunkCount {}
-// SAFETY: two u32 fields, no padding.
-unsafe impl Pod for Span {}
-// SAFETY: u32, u16, u8, u8, u32, u32, [u8; 48]: 64 bytes without gaps.
-unsafe impl Pod for Fallback {}
-// SAFETY: u64, u64, u32, u32: no padding.
-unsafe impl Pod for Status {}
-// SAFETY: eight u32 then five u64: no padding.
-unsafe impl Pod for ColumnDesc {}
-// SAFETY: four u8, one u32, [u8; 64]: no padding.
-unsafe impl Pod for KDialect {}
-// SAFETY: the argument structs hold u64s, then u32s in pairs, then a KDialect (size 72,
-// alignment 4) at an offset that is a multiple of 8: no padding anywhere; the layout test
-// checks every size against the C compiler's.
-unsafe impl Pod for CountArgs {}
-// SAFETY: as above.
-unsafe impl Pod for ScanArgs {}
-// SAFETY: as above.
-unsafe impl Pod for IndexFastArgs {}
-// SAFETY: as above.
-unsafe impl Pod for IndexQuotedArgs {}
-// SAFETY: as above.
-unsafe impl Pod for CompactCountArgs {}
-// SAFETY: as above.
-unsafe impl Pod for CompactScatterArgs {}
-// SAFETY: as above.
-unsafe impl Pod for FieldsQuotedArgs {}
-// SAFETY: as above.
-unsafe impl Pod for DeserializeArgs {}
-// SAFETY: as above.
-unsafe impl Pod for StringArgs {}
-// SAFETY: as above.
-unsafe impl Pod for OffsetsArgs {}
-
-/// The bytes of a slice of plain data.
-pub fn as_bytes<T: Pod>(v: &[T]) -> &[u8] {
-    // SAFETY: T is Pod (every byte initialized), the length covers exactly the slice and
-    // u8 has alignment 1.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// The bytes of a mutable slice of plain data.
-pub fn as_bytes_mut<T: Pod>(v: &mut [T]) -> &mut [u8] {
-    // SAFETY: as in `as_bytes`; and every bit pattern is a valid T, so writes through the
-    // byte view cannot make an invalid value.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// A vector of `n` zeroed values read from `bytes` (which must hold `n` values).
-pub fn from_bytes<T: Pod + Default>(bytes: &[u8], n: usize) -> Vec<T> {
-    let mut v = vec![T::default(); n];
-    as_bytes_mut(&mut v).copy_from_slice(&bytes[..n * std::mem::size_of::<T>()]);
-    v
-}
-
 /// The sizes and offsets `wl_emu_layout` reports, in its order, computed on this side.
+#[cfg(feature = "testing")]
 pub fn rust_layout() -> Vec<u32> {
     use std::mem::{offset_of, size_of};
     [

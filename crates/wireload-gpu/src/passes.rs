@@ -15,13 +15,15 @@ use std::sync::Arc;
 use arrow::buffer::MutableBuffer;
 use rayon::prelude::*;
 
+use bytemuck::Pod;
+
 use crate::buffers::{ColumnOut, PartitionBuffers, Trace, bitmap_words};
-use crate::device::{Device, launch};
+use crate::device::{Device, HostMemory};
 use crate::error::GpuError;
 use crate::layout::{
     ChunkCount, ColumnDesc, CompactCountArgs, CompactScatterArgs, CountArgs, DeserializeArgs,
-    Fallback, FieldsQuotedArgs, IndexFastArgs, IndexQuotedArgs, Kernel, NONE, OffsetsArgs, Pod,
-    ScanArgs, Span, Status, StringArgs, as_bytes, as_bytes_mut, from_bytes, kind,
+    Fallback, FieldsQuotedArgs, IndexFastArgs, IndexQuotedArgs, Kernel, NONE, OffsetsArgs,
+    ScanArgs, Span, Status, StringArgs, kind,
 };
 use crate::plan::{GpuOptions, PassMode, Plan};
 
@@ -143,6 +145,7 @@ pub enum Parsed {
 
 impl Parsed {
     /// Records in the partition.
+    #[cfg(feature = "testing")]
     pub fn rows(&self) -> usize {
         match self {
             Parsed::Done(b) => b.rows,
@@ -254,7 +257,7 @@ impl<D: Device> Workspace<D> {
     pub fn replan(&mut self, plan: Arc<Plan>, opts: &GpuOptions) -> Result<(), GpuError> {
         opts.validate()?;
         let ncols = plan.ncols();
-        if self.h_small.as_ref().len() < small_bytes(ncols) {
+        if self.h_small.size() < small_bytes(ncols) {
             self.h_small = self.dev.alloc_pinned(small_bytes(ncols))?;
         }
         while self.cols.len() > ncols {
@@ -268,6 +271,7 @@ impl<D: Device> Workspace<D> {
     }
 
     /// The stream.
+    #[cfg(feature = "testing")]
     pub fn stream(&self) -> &D::Stream {
         &self.stream
     }
@@ -281,17 +285,13 @@ impl<D: Device> Workspace<D> {
     /// [`Workspace::upload`].
     pub fn staging(&mut self, n: usize) -> Result<&mut [u8], GpuError> {
         let need = self.padded(n);
-        if self
-            .h_input
-            .as_ref()
-            .is_none_or(|h| h.as_ref().len() < need)
-        {
-            let cap = need.max(self.h_input.as_ref().map_or(0, |h| h.as_ref().len()) * 5 / 4);
+        if self.h_input.as_ref().is_none_or(|h| h.size() < need) {
+            let cap = need.max(self.h_input.as_ref().map_or(0, |h| h.size()) * 5 / 4);
             self.h_input = None;
             self.h_input = Some(self.dev.alloc_pinned(cap)?);
         }
         let h = self.h_input.as_mut().expect("allocated above");
-        Ok(&mut h.as_mut()[..need])
+        Ok(&mut h.bytes_mut()?[..need])
     }
 
     /// Queues the copy of the first `n` bytes of the staging buffer (zero-padded here) to
@@ -303,16 +303,17 @@ impl<D: Device> Workspace<D> {
             .h_input
             .as_mut()
             .expect("staging() is called before upload()");
-        h.as_mut()[n..need].fill(0);
+        h.bytes_mut()?[n..need].fill(0);
         // SAFETY: dst has `need` bytes; the pinned source lives in the workspace and is not
         // touched again before the stream is synchronized (at the latest when this
         // partition's passes end).
-        unsafe { self.dev.h2d(&self.stream, dst, &h.as_ref()[..need])? };
+        unsafe { self.dev.h2d(&self.stream, dst, &h.bytes()?[..need])? };
         self.staged = n;
         Ok(())
     }
 
     /// Copies `bytes` to the device as the next partition (staging then upload).
+    #[cfg(feature = "testing")]
     pub fn load_input(&mut self, bytes: &[u8]) -> Result<(), GpuError> {
         let n = bytes.len();
         self.staging(n)?[..n].copy_from_slice(bytes);
@@ -320,8 +321,8 @@ impl<D: Device> Workspace<D> {
     }
 
     fn put<T: Pod>(&mut self, at: usize, dst: u64, v: &[T]) -> Result<(), GpuError> {
-        let bytes = as_bytes(v);
-        let h = &mut self.h_small.as_mut()[at..at + bytes.len()];
+        let bytes: &[u8] = bytemuck::cast_slice(v);
+        let h = &mut self.h_small.bytes_mut()?[at..at + bytes.len()];
         h.copy_from_slice(bytes);
         // SAFETY: `dst` is an allocation of at least `bytes.len()` bytes (the callers
         // ensure it); the pinned source region is not rewritten before the stream syncs
@@ -330,16 +331,19 @@ impl<D: Device> Workspace<D> {
             self.dev.h2d(
                 &self.stream,
                 dst,
-                &self.h_small.as_ref()[at..at + bytes.len()],
+                &self.h_small.bytes()?[at..at + bytes.len()],
             )
         }
     }
 
-    fn get<T: Pod + Default>(&mut self, src: u64, n: usize) -> Result<Vec<T>, GpuError> {
-        let mut v = vec![T::default(); n];
+    fn get<T: Pod>(&mut self, src: u64, n: usize) -> Result<Vec<T>, GpuError> {
+        let mut v = vec![T::zeroed(); n];
         // SAFETY: `src` holds at least n values (the callers' buffers), and `v` is not read
         // before the sync right after.
-        unsafe { self.dev.d2h(&self.stream, as_bytes_mut(&mut v), src)? };
+        unsafe {
+            self.dev
+                .d2h(&self.stream, bytemuck::cast_slice_mut(&mut v), src)?
+        };
         self.dev.sync(&self.stream)?;
         Ok(v)
     }
@@ -362,20 +366,10 @@ impl<D: Device> Workspace<D> {
         };
         // SAFETY: input/out hold n ChunkCounts, partials one per tile, total one.
         unsafe {
-            launch(
-                &*self.dev,
-                &self.stream,
-                Kernel::ScanPartial,
-                (tiles, 1),
-                &args,
-            )?;
-            launch(
-                &*self.dev,
-                &self.stream,
-                Kernel::ScanFinish,
-                (tiles, 1),
-                &args,
-            )
+            self.dev
+                .launch(&self.stream, Kernel::ScanPartial, (tiles, 1), &args)?;
+            self.dev
+                .launch(&self.stream, Kernel::ScanFinish, (tiles, 1), &args)
         }
     }
 
@@ -440,8 +434,7 @@ impl<D: Device> Workspace<D> {
             };
             // SAFETY: the input holds the padded partition, counts one ChunkCount per chunk.
             unsafe {
-                launch(
-                    dev,
+                dev.launch(
                     &self.stream,
                     Kernel::Count,
                     (self.warp_grid(nchunks), 1),
@@ -495,8 +488,7 @@ impl<D: Device> Workspace<D> {
                 // SAFETY: index holds one u32 per candidate (total.fields), prefix one
                 // ChunkCount per chunk, the tile arrays one per tile.
                 unsafe {
-                    launch(
-                        dev,
+                    dev.launch(
                         &self.stream,
                         Kernel::IndexQuoted,
                         (self.warp_grid(nchunks), 1),
@@ -508,8 +500,7 @@ impl<D: Device> Workspace<D> {
                         entries: entries as u32,
                         tile,
                     };
-                    launch(
-                        dev,
+                    dev.launch(
                         &self.stream,
                         Kernel::CompactCount,
                         (tiles as u32, 1),
@@ -538,8 +529,7 @@ impl<D: Device> Workspace<D> {
                 };
                 // SAFETY: out holds `valid` entries and row_end `rows`, as counted.
                 unsafe {
-                    launch(
-                        dev,
+                    dev.launch(
                         &self.stream,
                         Kernel::CompactScatter,
                         (tiles as u32, 1),
@@ -607,7 +597,7 @@ impl<D: Device> Workspace<D> {
                 let grid = self.thread_grid(rows * ncols);
                 // SAFETY: the compacted index and row_end were sized from the counts, the
                 // column buffers for `rows` rows.
-                unsafe { launch(dev, &self.stream, Kernel::FieldsQuoted, (grid, 1), &args)? };
+                unsafe { dev.launch(&self.stream, Kernel::FieldsQuoted, (grid, 1), &args)? };
             } else {
                 let args = IndexFastArgs {
                     input,
@@ -625,8 +615,7 @@ impl<D: Device> Workspace<D> {
                 };
                 // SAFETY: as above; every field's row is below `rows` (checked in the kernel).
                 unsafe {
-                    launch(
-                        dev,
+                    dev.launch(
                         &self.stream,
                         Kernel::IndexFast,
                         (self.warp_grid(nchunks), 1),
@@ -658,7 +647,7 @@ impl<D: Device> Workspace<D> {
                 };
                 let grid = (self.thread_grid(rows), plan.numeric.len() as u32);
                 // SAFETY: tapes, values and validity hold `rows` rows.
-                unsafe { launch(dev, &self.stream, Kernel::Deserialize, grid, &args)? };
+                unsafe { dev.launch(&self.stream, Kernel::Deserialize, grid, &args)? };
             }
         }
         if trace {
@@ -706,16 +695,14 @@ impl<D: Device> Workspace<D> {
             // SAFETY: spans and offsets (rows + 1) hold `rows` rows; partials one u32 per
             // column and tile.
             unsafe {
-                launch(dev, &self.stream, Kernel::StringLengths, grid, &sargs)?;
-                launch(
-                    dev,
+                dev.launch(&self.stream, Kernel::StringLengths, grid, &sargs)?;
+                dev.launch(
                     &self.stream,
                     Kernel::OffsetsPartial,
                     (tiles, nstr as u32),
                     &oargs,
                 )?;
-                launch(
-                    dev,
+                dev.launch(
                     &self.stream,
                     Kernel::OffsetsFinish,
                     (tiles, nstr as u32),
@@ -727,14 +714,14 @@ impl<D: Device> Workspace<D> {
                 // SAFETY: offsets holds rows + 1 entries; the pinned region SIZES + 4k is
                 // read only after the sync below.
                 unsafe {
-                    let h =
-                        &mut self.h_small.as_mut()[small::SIZES + 4 * k..small::SIZES + 4 * k + 4];
+                    let h = &mut self.h_small.bytes_mut()?
+                        [small::SIZES + 4 * k..small::SIZES + 4 * k + 4];
                     dev.d2h(&self.stream, h, at)?;
                 }
             }
             dev.sync(&self.stream)?;
             for (k, &c) in plan.strings.iter().enumerate() {
-                let h = &self.h_small.as_ref()[small::SIZES + 4 * k..small::SIZES + 4 * k + 4];
+                let h = &self.h_small.bytes()?[small::SIZES + 4 * k..small::SIZES + 4 * k + 4];
                 sizes[k] = u32::from_le_bytes(h.try_into().expect("4 bytes"));
                 descs[c as usize].values = self.cols[c as usize]
                     .values
@@ -742,7 +729,7 @@ impl<D: Device> Workspace<D> {
             }
             self.put(descs_at + desc_bytes, descs_ptr, &descs)?;
             // SAFETY: each column's values hold offsets[rows] bytes.
-            unsafe { launch(dev, &self.stream, Kernel::StringGather, grid, &sargs)? };
+            unsafe { dev.launch(&self.stream, Kernel::StringGather, grid, &sargs)? };
         }
 
         let st: Status = self.get(status, 1)?[0];
@@ -803,19 +790,14 @@ impl<D: Device> Workspace<D> {
         let nfb = (st.fallbacks as usize).min(cap);
         let fb_at = total_bytes;
         total_bytes += nfb * std::mem::size_of::<Fallback>();
-        if self
-            .h_out
-            .as_ref()
-            .is_none_or(|h| h.as_ref().len() < total_bytes)
-        {
-            let cap_bytes =
-                total_bytes.max(self.h_out.as_ref().map_or(0, |h| h.as_ref().len()) * 5 / 4);
+        if self.h_out.as_ref().is_none_or(|h| h.size() < total_bytes) {
+            let cap_bytes = total_bytes.max(self.h_out.as_ref().map_or(0, |h| h.size()) * 5 / 4);
             self.h_out = None;
             self.h_out = Some(dev.alloc_pinned(cap_bytes)?);
         }
         let h_out = self.h_out.as_mut().expect("allocated above");
         {
-            let out = h_out.as_mut();
+            let out = h_out.bytes_mut()?;
             for (c, &(at, vbytes, wbytes, obytes)) in layout.iter().enumerate() {
                 // SAFETY: each region lies in the pinned buffer (sized above) and the
                 // device buffers hold these many bytes; nothing reads the regions before
@@ -844,7 +826,7 @@ impl<D: Device> Workspace<D> {
             }
         }
         dev.sync(&self.stream)?;
-        let out = h_out.as_ref();
+        let out = h_out.bytes()?;
         // the copies out of pinned memory run in parallel, column by column
         let columns = layout
             .par_iter()
@@ -863,16 +845,17 @@ impl<D: Device> Workspace<D> {
                 } else if rows == 0 {
                     vec![0]
                 } else {
-                    from_bytes(&out[at + vbytes + wbytes..], obytes / 4)
+                    bytemuck::pod_collect_to_vec(&out[at + vbytes + wbytes..][..obytes])
                 };
                 ColumnOut {
                     values,
-                    validity: from_bytes(&out[at + vbytes..], wbytes / 4),
+                    validity: bytemuck::pod_collect_to_vec(&out[at + vbytes..][..wbytes]),
                     offsets,
                 }
             })
             .collect();
-        let fallbacks = from_bytes(&out[fb_at..], nfb);
+        let fallbacks =
+            bytemuck::pod_collect_to_vec(&out[fb_at..][..nfb * std::mem::size_of::<Fallback>()]);
         Ok(PartitionBuffers {
             rows,
             quoted,
@@ -926,6 +909,7 @@ impl<D: Device> WorkspacePool<D> {
     }
 
     /// Frees the idle workspaces' memory.
+    #[cfg(feature = "testing")]
     pub fn clear(&self) {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }

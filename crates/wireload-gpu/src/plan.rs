@@ -270,6 +270,7 @@ impl Plan {
     }
 
     /// The NULL string.
+    #[cfg(feature = "testing")]
     pub fn null(&self) -> &[u8] {
         &self.dialect.null[..self.dialect.null_len as usize]
     }

@@ -606,7 +606,7 @@ fn deserialize(
         validity[row / 32] |= 1 << (row % 32);
     }
     if desc.kind == kind::BOOL {
-        out.copy_from_slice(crate::layout::as_bytes(&bits));
+        out.copy_from_slice(bytemuck::cast_slice(&bits));
     }
     ColumnOut {
         values,

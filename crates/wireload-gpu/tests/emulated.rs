@@ -6,26 +6,31 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Gen, case};
-use wireload_gpu::layout::{Fallback, NONE, rust_layout};
-use wireload_gpu::{Emulator, GpuOptions, PassMode, Plan, Workspace, emulator, reference};
-use wireload_types::TableSchema;
+use common::{Gen, case, column, columns_text, not_null};
+use wireload_gpu::testing::layout::{Fallback, NONE, rust_layout};
+use wireload_gpu::testing::{Emulator, Plan, Workspace, c_layout, reference};
+use wireload_gpu::{GpuOptions, PassMode};
+use wireload_types::ColumnDef;
+use wireload_types::SqlType::{self, *};
 
 #[test]
 fn layout_matches_the_c_compiler() {
-    assert_eq!(emulator::c_layout(), rust_layout());
+    assert_eq!(c_layout(), rust_layout());
+}
+
+fn dec(precision: u8, scale: u8) -> SqlType {
+    Decimal { precision, scale }
 }
 
 /// Runs both implementations on `data` and fails with the first difference.
 fn compare(
-    schema: &str,
+    columns: &[ColumnDef],
     dialect: &wireload_load::Dialect,
     data: &[u8],
     opts: &GpuOptions,
     threads: u32,
 ) {
-    let schema = TableSchema::parse(schema).unwrap();
-    let plan = Arc::new(Plan::new(&schema.columns, dialect).unwrap());
+    let plan = Arc::new(Plan::new(columns, dialect).unwrap());
     let mut input = data.to_vec();
     if !matches!(input.last(), Some(b'\n' | b'\r')) {
         input.push(b'\n');
@@ -36,7 +41,8 @@ fn compare(
     let cpu = reference::run(&input, &plan, opts, true);
     if let Some(d) = gpu.diff(&cpu) {
         panic!(
-            "{d}\nschema {schema:?}\ndialect {dialect:?}\nchunk {}, {threads} threads, {:?}\ninput {:?}",
+            "{d}\nschema {:?}\ndialect {dialect:?}\nchunk {}, {threads} threads, {:?}\ninput {:?}",
+            columns_text(columns),
             opts.chunk,
             opts.mode,
             String::from_utf8_lossy(data)
@@ -70,9 +76,8 @@ fn kernels_equal_the_reference_on_random_inputs() {
             fallbacks: if seed % 5 == 0 { 4 } else { 1 << 12 },
             ..GpuOptions::default()
         };
-        compare(&c.schema, &c.dialect, &c.data, &opts, threads);
-        let schema = TableSchema::parse(&c.schema).unwrap();
-        let plan = Plan::new(&schema.columns, &c.dialect).unwrap();
+        compare(&c.columns, &c.dialect, &c.data, &opts, threads);
+        let plan = Plan::new(&c.columns, &c.dialect).unwrap();
         let r = reference::run(&c.data, &plan, &opts, false);
         flagged += r.has_error() as usize;
         quoted += r.quoted as usize;
@@ -95,17 +100,32 @@ fn fields_longer_than_a_chunk_and_many_delimiters_per_chunk() {
     data.extend(",".repeat(300).as_bytes());
     data.push(b'\n');
     data.extend(b"2,\"y\"\"\n,z\"\n");
-    compare("a INT, b TEXT", &d, &data, &opts, 64);
+    let a_int_b_text = [column("a", Integer), column("b", Text)];
+    compare(&a_int_b_text, &d, &data, &opts, 64);
     let many = ",\n".repeat(400);
-    compare("a INT, b TEXT", &d, many.as_bytes(), &opts, 32);
-    compare("a TEXT", &d, "\n\r\n\n".repeat(100).as_bytes(), &opts, 32);
+    compare(&a_int_b_text, &d, many.as_bytes(), &opts, 32);
+    let a_text = [column("a", Text)];
+    compare(&a_text, &d, "\n\r\n\n".repeat(100).as_bytes(), &opts, 32);
 }
 
 #[test]
 fn every_shape_of_every_kind_matches() {
     // one column per kind, values at the edges of the fast parsers
-    let schema = "b BOOLEAN, s SMALLINT, i INT, l BIGINT, r REAL, d DOUBLE, n DECIMAL(15,2), \
-                  m DECIMAL(38,10), dt DATE, ts TIMESTAMP, c CHAR(2), v VARCHAR(3), t TEXT";
+    let schema = [
+        column("b", Boolean),
+        column("s", SmallInt),
+        column("i", Integer),
+        column("l", BigInt),
+        column("r", Real),
+        column("d", Double),
+        column("n", dec(15, 2)),
+        column("m", dec(38, 10)),
+        column("dt", Date),
+        column("ts", Timestamp),
+        column("c", Char(2)),
+        column("v", Varchar(Some(3))),
+        column("t", Text),
+    ];
     let rows = [
         "t,32767,2147483647,999999999999999999,16777216,9007199254740992,1234567890123.45,12345678.1234567890,9999-12-31,9999-12-31 23:59:59.999999,ab,abc,x",
         "F,-32768,-2147483648,-999999999999999999,0.1,0.1,-0.01,0,0001-01-01,0001-01-01T00:00:00,é,é€𝄞,\"a\"\"b\"",
@@ -124,7 +144,7 @@ fn every_shape_of_every_kind_matches() {
                 ..GpuOptions::default()
             };
             compare(
-                schema,
+                &schema,
                 &wireload_load::Dialect::default(),
                 data.as_bytes(),
                 &opts,
@@ -138,19 +158,21 @@ fn every_shape_of_every_kind_matches() {
 fn errors_are_flagged_where_the_reference_flags_them() {
     let d = wireload_load::Dialect::default();
     let opts = GpuOptions::default();
+    let ints = [column("a", Integer), column("b", Integer)];
+    let not_null_int = [not_null("a", Integer), column("b", Integer)];
+    let text_int = [column("a", Text), column("b", Integer)];
     for (schema, data) in [
-        ("a INT, b INT", &b"1,2\n3\n"[..]),
-        ("a INT, b INT", b"1,2\n3,4,5\n"),
-        ("a INT, b INT", b"1,2\n3,4,\n"),
-        ("a INT NOT NULL, b INT", b"1,2\n,4\n"),
-        ("a TEXT, b INT", b"a\"b,1\n"),
-        ("a TEXT, b INT", b"\"a\"b,1\n"),
-        ("a TEXT, b INT", b"\"a,1\n"),
-        ("a TEXT, b INT", b"\"\xff\",1\n"),
+        (&ints, &b"1,2\n3\n"[..]),
+        (&ints, b"1,2\n3,4,5\n"),
+        (&ints, b"1,2\n3,4,\n"),
+        (&not_null_int, b"1,2\n,4\n"),
+        (&text_int, b"a\"b,1\n"),
+        (&text_int, b"\"a\"b,1\n"),
+        (&text_int, b"\"a,1\n"),
+        (&text_int, b"\"\xff\",1\n"),
     ] {
         compare(schema, &d, data, &opts, 32);
-        let schema = TableSchema::parse(schema).unwrap();
-        let plan = Plan::new(&schema.columns, &d).unwrap();
+        let plan = Plan::new(schema, &d).unwrap();
         let r = reference::run(data, &plan, &opts, false);
         // a trailing delimiter is not an error
         assert_eq!(
@@ -185,9 +207,9 @@ fn a_full_fallback_list_says_how_many_it_missed() {
         ..GpuOptions::default()
     };
     let data = " 1\n 2\n 3\n 4\n 5\n";
-    compare("a INT", &d, data.as_bytes(), &opts, 32);
-    let schema = TableSchema::parse("a INT").unwrap();
-    let plan = Plan::new(&schema.columns, &d).unwrap();
+    let schema = [column("a", Integer)];
+    compare(&schema, &d, data.as_bytes(), &opts, 32);
+    let plan = Plan::new(&schema, &d).unwrap();
     let r = reference::run(data.as_bytes(), &plan, &opts, false);
     assert_eq!(r.status.fallbacks, 5);
     assert!(r.overflowed());
@@ -198,8 +220,18 @@ fn a_full_fallback_list_says_how_many_it_missed() {
 fn adversarial_bytes_in_every_kind_of_field() {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
-    let schema = "b BOOLEAN, i INT, l BIGINT, r REAL, d DOUBLE, n DECIMAL(38,30), dt DATE, \
-                  ts TIMESTAMP, c CHAR(2), t TEXT";
+    let schema = [
+        column("b", Boolean),
+        column("i", Integer),
+        column("l", BigInt),
+        column("r", Real),
+        column("d", Double),
+        column("n", dec(38, 30)),
+        column("dt", Date),
+        column("ts", Timestamp),
+        column("c", Char(2)),
+        column("t", Text),
+    ];
     // bytes that trip parsers: digits, signs, points, separators, NUL, 0xFE and 0xFF
     // (the text columns get valid UTF-8, so that rows are not flagged and every output
     // byte is compared)
@@ -243,7 +275,7 @@ fn adversarial_bytes_in_every_kind_of_field() {
             },
             ..GpuOptions::default()
         };
-        compare(schema, &d, &data, &opts, 64);
+        compare(&schema, &d, &data, &opts, 64);
     }
 }
 
@@ -251,7 +283,13 @@ fn adversarial_bytes_in_every_kind_of_field() {
 fn limits_of_the_fast_parsers() {
     // fraction tails around the exact powers of ten, year 0, the largest magnitudes
     let d = wireload_load::Dialect::default();
-    let schema = "r REAL, d DOUBLE, n DECIMAL(38,30), dt DATE, ts TIMESTAMP";
+    let schema = [
+        column("r", Real),
+        column("d", Double),
+        column("n", dec(38, 30)),
+        column("dt", Date),
+        column("ts", Timestamp),
+    ];
     let data = "0.0000000001,0.0000000000000000000001,0.000000000000000000000000000001,0001-01-01,0001-01-01 00:00:00\n\
                 0.00000000001,0.00000000000000000000001,1.00000000000000000000000000001,0000-01-01,0000-01-01 00:00:00\n\
                 16777216.5,9007199254740992.5,99999999.999999999999999999999999999999,9999-12-31,9999-12-31 23:59:59.999999\n\
@@ -261,7 +299,7 @@ fn limits_of_the_fast_parsers() {
             mode,
             ..GpuOptions::default()
         };
-        compare(schema, &d, data.as_bytes(), &opts, 32);
+        compare(&schema, &d, data.as_bytes(), &opts, 32);
     }
 }
 
@@ -281,10 +319,10 @@ fn utf8_validation_matches_the_standard_library() {
             }
         }
     }
+    let schema = [column("t", Text)];
     for line in data.split_inclusive(|&b| b == b'\n') {
-        compare("t TEXT", &d, line, &opts, 32);
-        let schema = TableSchema::parse("t TEXT").unwrap();
-        let plan = Plan::new(&schema.columns, &d).unwrap();
+        compare(&schema, &d, line, &opts, 32);
+        let plan = Plan::new(&schema, &d).unwrap();
         let r = reference::run(line, &plan, &opts, false);
         let text = &line[1..line.len() - 2];
         assert_eq!(

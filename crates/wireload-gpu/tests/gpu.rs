@@ -9,9 +9,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{Gen, case, cpu_load, rows, source, table};
-use wireload_gpu::check::check_device;
-use wireload_gpu::cuda::CudaDevice;
-use wireload_gpu::{GpuOptions, PassMode, load_into_on};
+use wireload_gpu::testing::check::check_device;
+use wireload_gpu::testing::cuda::CudaDevice;
+use wireload_gpu::testing::{Device, load_into_on};
+use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::LoadControl;
 
 /// The GPU, or None (with a note) on a machine without one.
@@ -34,7 +35,7 @@ fn gpu_passes_equal_the_reference_byte_for_byte() {
         "{} of {} inputs differ on {}:\n{}",
         report.failures.len(),
         report.inputs,
-        wireload_gpu::Device::describe(&*dev),
+        dev.describe(),
         report.failures.join("\n")
     );
     assert!(report.quoted > 50 && report.quoted < 350);
@@ -62,7 +63,7 @@ fn gpu_loads_equal_cpu_loads() {
             },
             ..GpuOptions::default()
         };
-        let t = table(&c.schema);
+        let t = table(&c.columns);
         let got = load_into_on(
             &dev,
             &t,

@@ -19,8 +19,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use wireload_gpu::GpuError;
-use wireload_gpu::cuda;
-use wireload_gpu::layout::{Kernel, kernel_source};
+use wireload_gpu::testing::cuda;
+use wireload_gpu::testing::layout::{Kernel, kernel_source};
 
 /// The pinned wheel, as pip spells it: NVRTC of CUDA 13.0.
 const WHEEL: &str = "nvidia-cuda-nvrtc==13.0.88";

@@ -7,13 +7,15 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Case, Gen, case, cpu_load, rows, source, table};
-use wireload_gpu::{Emulator, GpuOptions, PassMode, load_into_on, load_into_reference};
+use common::{Case, Gen, case, column, columns_text, cpu_load, not_null, rows, source, table};
+use wireload_gpu::testing::{Emulator, load_into_on, load_into_reference};
+use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::LoadControl;
+use wireload_types::SqlType::{Date, Integer, Text, Varchar};
 
 /// Loads `c` through the engine with the reference passes.
 fn reference_load(c: &Case, opts: &GpuOptions) -> Result<Vec<Vec<Option<String>>>, String> {
-    let t = table(&c.schema);
+    let t = table(&c.columns);
     load_into_reference(&t, &source(c), &c.dialect, opts, &LoadControl::default())
         .map_err(|e| e.to_string())?;
     Ok(rows(&t))
@@ -21,7 +23,7 @@ fn reference_load(c: &Case, opts: &GpuOptions) -> Result<Vec<Vec<Option<String>>
 
 /// Loads `c` through the engine with the kernels on the emulator.
 fn emulated_load(c: &Case, opts: &GpuOptions) -> Result<Vec<Vec<Option<String>>>, String> {
-    let t = table(&c.schema);
+    let t = table(&c.columns);
     let dev = Arc::new(Emulator::new(64));
     load_into_on(
         &dev,
@@ -77,7 +79,7 @@ fn reference_loads_equal_cpu_loads() {
             panic!(
                 "seed {seed}: {}\nschema {:?}, dialect {:?}, {opts:?}\ninput {:?}",
                 first_difference(&gpu, &cpu),
-                c.schema,
+                columns_text(&c.columns),
                 c.dialect,
                 String::from_utf8_lossy(&c.data)
             );
@@ -116,7 +118,7 @@ fn emulated_loads_equal_cpu_loads() {
             emulated_load(&c, &opts),
             cpu_load(&c),
             "seed {seed}: schema {:?}, dialect {:?}\ninput {:?}",
-            c.schema,
+            columns_text(&c.columns),
             c.dialect,
             String::from_utf8_lossy(&c.data)
         );
@@ -126,7 +128,7 @@ fn emulated_loads_equal_cpu_loads() {
 #[test]
 fn headers_boms_and_empty_inputs() {
     let mut c = Case {
-        schema: "a INT, b TEXT".into(),
+        columns: vec![column("a", Integer), column("b", Text)],
         dialect: wireload_load::Dialect {
             header: true,
             ..Default::default()
@@ -146,7 +148,7 @@ fn headers_boms_and_empty_inputs() {
     }
     c.dialect.header = false;
     // a partition may start with the bytes of a BOM: they are data there
-    c.schema = "a TEXT".into();
+    c.columns = vec![column("a", Text)];
     c.data = b"x\n\xEF\xBB\xBFy\n".to_vec();
     let opts = GpuOptions {
         partition: 2,
@@ -158,8 +160,8 @@ fn headers_boms_and_empty_inputs() {
 
 #[test]
 fn errors_name_the_same_place_as_the_cpu_loader() {
-    let c = |schema: &str, data: &[u8]| Case {
-        schema: schema.into(),
+    let c = |columns: [wireload_types::ColumnDef; 2], data: &[u8]| Case {
+        columns: columns.to_vec(),
         dialect: Default::default(),
         data: data.to_vec(),
     };
@@ -168,14 +170,29 @@ fn errors_name_the_same_place_as_the_cpu_loader() {
         ..GpuOptions::default()
     };
     for case in [
-        c("a INT, b INT", b"1,2\n3,4\n5,x\n7,8\n"),
-        c("a INT, b INT", b"1,2\n3,4\n5\n7,8\n"),
-        c("a INT, b TEXT", b"1,2\n3,\"4\n5,x\n"),
-        c("a INT, b TEXT", b"1,2\n3,a\"4\n5,x\n"),
-        c("a INT NOT NULL, b TEXT", b"1,2\n,4\n"),
-        c("a INT, b VARCHAR(2)", b"1,ab\n2,abc\n"),
-        c("a INT, b TEXT", b"1,\xc3\n"),
-        c("a DATE, b TEXT", b"2020-02-30,x\n"),
+        c(
+            [column("a", Integer), column("b", Integer)],
+            b"1,2\n3,4\n5,x\n7,8\n",
+        ),
+        c(
+            [column("a", Integer), column("b", Integer)],
+            b"1,2\n3,4\n5\n7,8\n",
+        ),
+        c(
+            [column("a", Integer), column("b", Text)],
+            b"1,2\n3,\"4\n5,x\n",
+        ),
+        c(
+            [column("a", Integer), column("b", Text)],
+            b"1,2\n3,a\"4\n5,x\n",
+        ),
+        c([not_null("a", Integer), column("b", Text)], b"1,2\n,4\n"),
+        c(
+            [column("a", Integer), column("b", Varchar(Some(2)))],
+            b"1,ab\n2,abc\n",
+        ),
+        c([column("a", Integer), column("b", Text)], b"1,\xc3\n"),
+        c([column("a", Date), column("b", Text)], b"2020-02-30,x\n"),
     ] {
         let cpu = cpu_load(&case);
         assert!(cpu.is_err(), "{:?}", case.data);
@@ -186,7 +203,7 @@ fn errors_name_the_same_place_as_the_cpu_loader() {
 
 #[test]
 fn pooled_workspaces_serve_tables_of_other_shapes() {
-    use wireload_gpu::{WorkspacePool, load_into_pooled};
+    use wireload_gpu::testing::{WorkspacePool, load_into_pooled};
     let pool = WorkspacePool::new(Arc::new(Emulator::new(32)));
     let opts = GpuOptions {
         partition: 300,
@@ -204,7 +221,7 @@ fn pooled_workspaces_serve_tables_of_other_shapes() {
                 odd: true,
             },
         );
-        let t = table(&c.schema);
+        let t = table(&c.columns);
         let got = load_into_pooled(
             &pool,
             &t,
@@ -226,7 +243,9 @@ fn key_errors_name_lines_as_the_cpu_loader_does() {
     use wireload_storage::{Catalog, IndexDef, Partitioning, TableDef};
     use wireload_types::TableSchema;
     let keyed = || {
-        let schema = TableSchema::parse("k INT NOT NULL, v TEXT").unwrap();
+        let schema = TableSchema {
+            columns: vec![not_null("k", Integer), column("v", Text)],
+        };
         let def = TableDef::new("t", schema, Partitioning::Single)
             .unwrap()
             .with_indexes(vec![IndexDef {
@@ -280,7 +299,7 @@ fn key_errors_name_lines_as_the_cpu_loader_does() {
 fn a_worker_that_cannot_start_fails_the_load() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use wireload_gpu::GpuError;
-    use wireload_gpu::engine::{ReferenceRunner, load_with};
+    use wireload_gpu::testing::{ReferenceRunner, load_with};
     // many partitions, two workers, the second of which cannot get its buffers
     let c = case(
         3,
@@ -297,7 +316,7 @@ fn a_worker_that_cannot_start_fails_the_load() {
         ..GpuOptions::default()
     };
     let made = AtomicUsize::new(0);
-    let t = table(&c.schema);
+    let t = table(&c.columns);
     let r = load_with(
         &t,
         &source(&c),

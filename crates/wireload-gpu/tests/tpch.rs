@@ -9,10 +9,28 @@ use std::sync::Arc;
 use arrow::array::Array;
 use arrow::compute::concat_batches;
 use arrow::record_batch::RecordBatch;
+use common::column;
 use tpchgen::generators::*;
-use wireload_gpu::{Emulator, GpuOptions, PassMode, load_into_on, load_into_reference};
+use wireload_gpu::testing::{Emulator, load_into_on, load_into_reference};
+use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::{Dialect, LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::Table;
+use wireload_types::ColumnDef;
+use wireload_types::SqlType::{self, BigInt, Char, Date, Integer, Varchar};
+
+/// TPC-H's money columns.
+const MONEY: SqlType = SqlType::Decimal {
+    precision: 15,
+    scale: 2,
+};
+
+fn varchar(n: u32) -> SqlType {
+    Varchar(Some(n))
+}
+
+fn cols(defs: &[(&str, SqlType)]) -> Vec<ColumnDef> {
+    defs.iter().map(|&(name, ty)| column(name, ty)).collect()
+}
 
 fn text<T: std::fmt::Display>(rows: impl Iterator<Item = T>) -> String {
     let mut s = String::new();
@@ -23,46 +41,115 @@ fn text<T: std::fmt::Display>(rows: impl Iterator<Item = T>) -> String {
 }
 
 /// The 8 tables: name, columns, `.tbl` text.
-fn tables(sf: f64) -> Vec<(&'static str, &'static str, String)> {
+fn tables(sf: f64) -> Vec<(&'static str, Vec<ColumnDef>, String)> {
     vec![
         (
             "region",
-            "r_regionkey INTEGER, r_name CHAR(25), r_comment VARCHAR(152)",
+            cols(&[
+                ("r_regionkey", Integer),
+                ("r_name", Char(25)),
+                ("r_comment", varchar(152)),
+            ]),
             text(RegionGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "nation",
-            "n_nationkey INTEGER, n_name CHAR(25), n_regionkey INTEGER, n_comment VARCHAR(152)",
+            cols(&[
+                ("n_nationkey", Integer),
+                ("n_name", Char(25)),
+                ("n_regionkey", Integer),
+                ("n_comment", varchar(152)),
+            ]),
             text(NationGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "supplier",
-            "s_suppkey INTEGER, s_name CHAR(25), s_address VARCHAR(40), s_nationkey INTEGER, s_phone CHAR(15), s_acctbal DECIMAL(15,2), s_comment VARCHAR(101)",
+            cols(&[
+                ("s_suppkey", Integer),
+                ("s_name", Char(25)),
+                ("s_address", varchar(40)),
+                ("s_nationkey", Integer),
+                ("s_phone", Char(15)),
+                ("s_acctbal", MONEY),
+                ("s_comment", varchar(101)),
+            ]),
             text(SupplierGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "customer",
-            "c_custkey INTEGER, c_name VARCHAR(25), c_address VARCHAR(40), c_nationkey INTEGER, c_phone CHAR(15), c_acctbal DECIMAL(15,2), c_mktsegment CHAR(10), c_comment VARCHAR(117)",
+            cols(&[
+                ("c_custkey", Integer),
+                ("c_name", varchar(25)),
+                ("c_address", varchar(40)),
+                ("c_nationkey", Integer),
+                ("c_phone", Char(15)),
+                ("c_acctbal", MONEY),
+                ("c_mktsegment", Char(10)),
+                ("c_comment", varchar(117)),
+            ]),
             text(CustomerGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "part",
-            "p_partkey INTEGER, p_name VARCHAR(55), p_mfgr CHAR(25), p_brand CHAR(10), p_type VARCHAR(25), p_size INTEGER, p_container CHAR(10), p_retailprice DECIMAL(15,2), p_comment VARCHAR(23)",
+            cols(&[
+                ("p_partkey", Integer),
+                ("p_name", varchar(55)),
+                ("p_mfgr", Char(25)),
+                ("p_brand", Char(10)),
+                ("p_type", varchar(25)),
+                ("p_size", Integer),
+                ("p_container", Char(10)),
+                ("p_retailprice", MONEY),
+                ("p_comment", varchar(23)),
+            ]),
             text(PartGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "partsupp",
-            "ps_partkey INTEGER, ps_suppkey INTEGER, ps_availqty INTEGER, ps_supplycost DECIMAL(15,2), ps_comment VARCHAR(199)",
+            cols(&[
+                ("ps_partkey", Integer),
+                ("ps_suppkey", Integer),
+                ("ps_availqty", Integer),
+                ("ps_supplycost", MONEY),
+                ("ps_comment", varchar(199)),
+            ]),
             text(PartSuppGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "orders",
-            "o_orderkey BIGINT, o_custkey INTEGER, o_orderstatus CHAR(1), o_totalprice DECIMAL(15,2), o_orderdate DATE, o_orderpriority CHAR(15), o_clerk CHAR(15), o_shippriority INTEGER, o_comment VARCHAR(79)",
+            cols(&[
+                ("o_orderkey", BigInt),
+                ("o_custkey", Integer),
+                ("o_orderstatus", Char(1)),
+                ("o_totalprice", MONEY),
+                ("o_orderdate", Date),
+                ("o_orderpriority", Char(15)),
+                ("o_clerk", Char(15)),
+                ("o_shippriority", Integer),
+                ("o_comment", varchar(79)),
+            ]),
             text(OrderGenerator::new(sf, 1, 1).iter()),
         ),
         (
             "lineitem",
-            "l_orderkey BIGINT, l_partkey INTEGER, l_suppkey INTEGER, l_linenumber INTEGER, l_quantity DECIMAL(15,2), l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), l_tax DECIMAL(15,2), l_returnflag CHAR(1), l_linestatus CHAR(1), l_shipdate DATE, l_commitdate DATE, l_receiptdate DATE, l_shipinstruct CHAR(25), l_shipmode CHAR(10), l_comment VARCHAR(44)",
+            cols(&[
+                ("l_orderkey", BigInt),
+                ("l_partkey", Integer),
+                ("l_suppkey", Integer),
+                ("l_linenumber", Integer),
+                ("l_quantity", MONEY),
+                ("l_extendedprice", MONEY),
+                ("l_discount", MONEY),
+                ("l_tax", MONEY),
+                ("l_returnflag", Char(1)),
+                ("l_linestatus", Char(1)),
+                ("l_shipdate", Date),
+                ("l_commitdate", Date),
+                ("l_receiptdate", Date),
+                ("l_shipinstruct", Char(25)),
+                ("l_shipmode", Char(10)),
+                ("l_comment", varchar(44)),
+            ]),
             text(LineItemGenerator::new(sf, 1, 1).iter()),
         ),
     ]
@@ -102,7 +189,7 @@ fn assert_same(name: &str, got: &RecordBatch, want: &RecordBatch) {
 #[test]
 fn tpch_through_the_reference_passes_equals_the_cpu_loader() {
     for (name, schema, data) in tables(0.01) {
-        let cpu = common::table(schema);
+        let cpu = common::table(&schema);
         let opts = LoadOptions {
             dialect: dialect(),
             ..LoadOptions::default()
@@ -110,7 +197,7 @@ fn tpch_through_the_reference_passes_equals_the_cpu_loader() {
         load_into(&cpu, &source(&data), &opts, &LoadControl::default()).unwrap();
         let want = contents(&cpu);
         for (partition, mode) in [(256 << 10, PassMode::Auto), (1 << 20, PassMode::Quoted)] {
-            let t = common::table(schema);
+            let t = common::table(&schema);
             let gopts = GpuOptions {
                 partition,
                 mode,
@@ -140,13 +227,13 @@ fn tpch_through_the_emulated_kernels_equals_the_cpu_loader() {
             .nth(299)
             .map_or(data.len(), |(i, _)| i + 1);
         let data = &data[..end];
-        let cpu = common::table(schema);
+        let cpu = common::table(&schema);
         let opts = LoadOptions {
             dialect: dialect(),
             ..LoadOptions::default()
         };
         load_into(&cpu, &source(data), &opts, &LoadControl::default()).unwrap();
-        let t = common::table(schema);
+        let t = common::table(&schema);
         let gopts = GpuOptions {
             partition: 16 << 10,
             chunk: 256,

@@ -9,20 +9,18 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 #[allow(unused_imports)]
-pub use wireload_gpu::check::{Case, Gen, case};
+pub use wireload_gpu::testing::check::{Case, Gen, case, column, columns_text, not_null};
 use wireload_load::{LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Catalog, Partitioning, Table, TableDef};
-use wireload_types::TableSchema;
+use wireload_types::{ColumnDef, TableSchema};
 
-/// A new table `t` with `schema`.
-pub fn table(schema: &str) -> Arc<Table> {
+/// A new table `t` with `columns`.
+pub fn table(columns: &[ColumnDef]) -> Arc<Table> {
     let catalog = Catalog::default();
-    let def = TableDef::new(
-        "t",
-        TableSchema::parse(schema).unwrap(),
-        Partitioning::Single,
-    )
-    .unwrap();
+    let schema = TableSchema {
+        columns: columns.to_vec(),
+    };
+    let def = TableDef::new("t", schema, Partitioning::Single).unwrap();
     catalog.create_table(def, false).unwrap()
 }
 
@@ -36,7 +34,7 @@ pub fn source(c: &Case) -> Source {
 
 /// Loads a case with the CPU loader: the rows as strings, or the error's text.
 pub fn cpu_load(c: &Case) -> Result<Vec<Vec<Option<String>>>, String> {
-    let t = table(&c.schema);
+    let t = table(&c.columns);
     let opts = LoadOptions {
         dialect: c.dialect.clone(),
         ..LoadOptions::default()

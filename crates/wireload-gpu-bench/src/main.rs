@@ -10,14 +10,9 @@
 //! wireload-gpu-bench all --emulate                # smoke run on the CPU emulator
 //! ```
 
-// the crate root looks for modules beside itself: they live in wireload-gpu-bench/
-#[path = "wireload-gpu-bench/data.rs"]
 mod data;
-#[path = "wireload-gpu-bench/device.rs"]
 mod device;
-#[path = "wireload-gpu-bench/report.rs"]
 mod report;
-#[path = "wireload-gpu-bench/sections.rs"]
 mod sections;
 
 use std::path::PathBuf;
@@ -26,8 +21,8 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use serde_json::json;
-use wireload_gpu::Emulator;
-use wireload_gpu::cuda::CudaDevice;
+use wireload_gpu::testing::Emulator;
+use wireload_gpu::testing::cuda::CudaDevice;
 
 use crate::data::{Data, sf_label};
 use crate::device::{BenchDevice, describe_cuda, find_nvrtc};

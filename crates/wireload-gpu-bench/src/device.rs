@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use wireload_gpu::cuda::{self, CudaDevice, CudaStream, Timer};
-use wireload_gpu::{Device, Emulator, GpuError};
+use wireload_gpu::GpuError;
+use wireload_gpu::testing::cuda::{self, CudaDevice, CudaStream, Timer};
+use wireload_gpu::testing::{Device, Emulator};
 
 /// A device the bench can time work on.
 pub trait BenchDevice: Device {
@@ -118,16 +119,6 @@ pub fn timer_name<D: BenchDevice>(dev: &D) -> &'static str {
     }
 }
 
-/// The CUDA driver's version as "major.minor", when it answers.
-pub fn driver_version() -> Option<String> {
-    let mut v = 0;
-    // SAFETY: one valid out-pointer; called only after the driver library was found and
-    // initialized (CudaDevice::shared succeeded).
-    let rc = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
-    (rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS)
-        .then(|| format!("{}.{}", v / 1000, (v % 1000) / 10))
-}
-
 /// Folders NVRTC is often installed in outside the loader's path: the CUDA toolkit's and
 /// the `nvidia-cuda-nvrtc` wheel's (PyTorch's virtual environments included).
 fn nvrtc_candidates() -> Vec<PathBuf> {
@@ -180,40 +171,18 @@ fn nvrtc_candidates() -> Vec<PathBuf> {
     dirs
 }
 
-/// The shared libraries of NVRTC in `dir` (no static archives), the builtins first: NVRTC
-/// opens them by name.
-fn nvrtc_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with("libnvrtc") && n.contains(".so") && !n.contains(".alt.")
-            })
-        })
-        .collect();
-    v.sort_by_key(|p| (!p.to_string_lossy().contains("builtins"), p.clone()));
-    v
+/// Whether `dir` holds NVRTC's shared libraries.
+fn has_nvrtc(dir: &Path) -> bool {
+    cuda::nvrtc_files(dir).is_ok_and(|f| !f.is_empty())
 }
 
-/// Loads NVRTC's libraries from `dir` with RTLD_GLOBAL so that the later loads by name
-/// (cudarc's, and NVRTC's of its builtins) find them.
-fn preload(dir: &Path) -> Result<usize, String> {
-    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
-    let files = nvrtc_files(dir);
-    if files.is_empty() {
-        return Err(format!("no libnvrtc*.so* in {}", dir.display()));
-    }
-    for p in &files {
-        // SAFETY: loading NVIDIA's NVRTC libraries runs their initializers, which have no
-        // requirements on the caller; the handles are kept for the life of the process.
-        let lib = unsafe { Library::open(Some(p), RTLD_NOW | RTLD_GLOBAL) }
-            .map_err(|e| format!("cannot load {}: {e}", p.display()))?;
-        std::mem::forget(lib);
-    }
-    Ok(files.len())
+/// Loads NVRTC's libraries from `dir` globally, so that the later loads by name (cudarc's,
+/// and NVRTC's of its builtins) find them.
+fn preload(dir: &Path) -> Result<(), String> {
+    cuda::preload_nvrtc(dir).map_err(|e| match e {
+        GpuError::NoGpu(why) => why,
+        e => e.to_string(),
+    })
 }
 
 /// Makes NVRTC loadable: from `dir` when given, else as the loader finds it, else from the
@@ -235,7 +204,7 @@ pub fn find_nvrtc(dir: Option<&Path>) -> Result<String, String> {
     }
     let mut tried = Vec::new();
     for d in nvrtc_candidates() {
-        if nvrtc_files(&d).is_empty() {
+        if !has_nvrtc(&d) {
             continue;
         }
         match preload(&d) {
@@ -262,7 +231,7 @@ pub fn describe_cuda(dev: &Arc<CudaDevice>, nvrtc_from: &str) -> String {
     let nvrtc = cuda::nvrtc_version()
         .map(|(a, b)| format!("NVRTC {a}.{b} ({nvrtc_from})"))
         .unwrap_or_else(|e| format!("NVRTC version unknown: {e}"));
-    let driver = driver_version()
+    let driver = cuda::driver_version()
         .map(|v| format!("CUDA driver API {v}"))
         .unwrap_or_else(|| "driver version unknown".into());
     format!("{}; {nvrtc}; {driver}", dev.describe())

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use wireload_gpu::layout::Status;
-use wireload_gpu::passes::Parsed;
-use wireload_gpu::{
-    GpuError, GpuOptions, PassMode, Plan, Workspace, WorkspacePool, check, load_into_pooled,
+use wireload_gpu::testing::layout::Status;
+use wireload_gpu::testing::{
+    DEFAULT_PARTITION, DEFAULT_STREAMS, HostMemory, Parsed, Plan, Workspace, WorkspacePool, check,
+    load_into_pooled,
 };
+use wireload_gpu::{GpuError, GpuOptions, PassMode};
 use wireload_load::{LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Partitioning, Table, TableDef};
 use wireload_types::TableSchema;
@@ -459,7 +460,7 @@ pub fn verify<D: BenchDevice>(ctx: &mut Ctx<D>) {
                 ..GpuOptions::default()
             };
             let t = Instant::now();
-            let r = check::compare_on(&ctx.dev, kind.schema(), &ds.dialect(), bytes, &opts);
+            let r = check::compare_on(&ctx.dev, &ds.columns, &ds.dialect(), bytes, &opts);
             let secs = t.elapsed().as_secs_f64();
             let result = match &r {
                 Ok(None) => "identical".to_string(),
@@ -523,7 +524,7 @@ fn h2d_pinned<D: BenchDevice>(dev: &D, bytes: usize, runs: usize) -> Result<f64,
         let c = start(dev, &s)?;
         // SAFETY: the device buffer holds `bytes` bytes; the pinned source lives until the
         // sync in `stop`.
-        unsafe { dev.h2d(&s, buf.ptr, host.as_ref())? };
+        unsafe { dev.h2d(&s, buf.ptr, host.bytes()?)? };
         let t = stop(dev, &s, c)?;
         if run > 0 {
             secs.push(t.seconds);
@@ -564,7 +565,7 @@ pub fn bandwidth<D: BenchDevice>(ctx: &mut Ctx<D>) {
             ptr: dev.alloc(bytes)?,
         };
         let mut pinned = dev.alloc_pinned(bytes)?;
-        pinned.as_mut().fill(0x5a);
+        pinned.bytes_mut()?.fill(0x5a);
         let mut pageable = vec![0x5au8; bytes];
         for (dir, mem) in [
             ("host→device", "pinned"),
@@ -579,8 +580,8 @@ pub fn bandwidth<D: BenchDevice>(ctx: &mut Ctx<D>) {
                 // the host buffers are neither moved nor touched until the sync in `stop`.
                 unsafe {
                     match (dir, mem) {
-                        ("host→device", "pinned") => dev.h2d(&s, buf.ptr, pinned.as_ref())?,
-                        ("device→host", "pinned") => dev.d2h(&s, pinned.as_mut(), buf.ptr)?,
+                        ("host→device", "pinned") => dev.h2d(&s, buf.ptr, pinned.bytes()?)?,
+                        ("device→host", "pinned") => dev.d2h(&s, pinned.bytes_mut()?, buf.ptr)?,
                         ("host→device", _) => dev.h2d(&s, buf.ptr, &pageable)?,
                         _ => dev.d2h(&s, &mut pageable, buf.ptr)?,
                     }
@@ -979,7 +980,7 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
     println!("## e2e: end to end from host memory into a table (paper Fig. 12, 14, 15)\n");
     let h2d = h2d(ctx);
     println!(
-        "`engine::load_into_pooled` from `Source::Bytes` (the file in host memory) into a new \
+        "`load_into_pooled` from `Source::Bytes` (the file in host memory) into a new \
          table: partitions staged in pinned memory and streamed, the passes, outputs copied \
          back, Arrow batches assembled and appended; the wall time of the call, {} \
          after a warm-up, a new table each. \"of h2d\" = GB/s over this run's pinned \
@@ -1070,9 +1071,7 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
                         if med > e.0 {
                             *e = (med, partition, nstreams);
                         }
-                        if partition == wireload_gpu::plan::DEFAULT_PARTITION
-                            && nstreams == wireload_gpu::plan::DEFAULT_STREAMS
-                        {
+                        if partition == DEFAULT_PARTITION && nstreams == DEFAULT_STREAMS {
                             default_cfg.insert(kind, med);
                         }
                         md.row(vec![
@@ -1152,8 +1151,8 @@ pub fn e2e<D: BenchDevice>(ctx: &mut Ctx<D>) {
         if let Some(&d) = default_cfg.get(&Kind::Lineitem) {
             println!(
                 "- With the default options ({} partitions, {} streams): {} GB/s = {:.0}%",
-                fmt_bin(wireload_gpu::plan::DEFAULT_PARTITION),
-                wireload_gpu::plan::DEFAULT_STREAMS,
+                fmt_bin(DEFAULT_PARTITION),
+                DEFAULT_STREAMS,
                 fmt_rate(d),
                 d / b * 100.0
             );
