@@ -15,7 +15,6 @@ use wireload_load::{
     Dialect, LoadControl, LoadOptions, ScanMode, Source, default_chunk_size, load_into,
 };
 use wireload_storage::{Catalog, Partitioning, TableDef};
-use wireload_types::TableSchema;
 
 const SCHEMA: &str = "l_orderkey BIGINT, l_partkey INTEGER, l_suppkey INTEGER, l_linenumber INTEGER, \
     l_quantity DECIMAL(15,2), l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), l_tax DECIMAL(15,2), \
@@ -57,7 +56,7 @@ fn main() {
             (Arc::from(text.into_bytes()), rows)
         }
     };
-    let schema = TableSchema::parse(SCHEMA).unwrap();
+    let schema = wireload_sql::parse_columns(SCHEMA).unwrap();
     println!(
         "{source}: {:.1} MB, {rows} rows; default chunk size {} KiB",
         data.len() as f64 / 1e6,

@@ -334,10 +334,6 @@ impl ExecutionPlan for OrderedCoalesceExec {
         Ok(Arc::new(stats.with_fetch(self.fetch, 0, 1)?))
     }
 
-    fn supports_limit_pushdown(&self) -> bool {
-        true
-    }
-
     fn fetch(&self) -> Option<usize> {
         self.fetch
     }

@@ -528,10 +528,6 @@ impl ExecutionPlan for SnapshotScanExec {
         Ok(Arc::new(self.statistics_of(args.partition())?))
     }
 
-    fn supports_limit_pushdown(&self) -> bool {
-        true
-    }
-
     fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
         let mut scan = self.clone();
         scan.limit = match (self.limit, limit) {

@@ -127,7 +127,13 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
     }
     let table = table_name(&p.parse_object_name(false)?)?;
     let columns = if p.consume_token(&Token::LParen) {
-        let cols = p.parse_comma_separated(|p| p.parse_identifier())?;
+        let cols = p.parse_comma_separated(|p| {
+            let id = p.parse_identifier()?;
+            match id.quote_style {
+                None | Some('"') => Ok(id),
+                Some(_) => Err(expected("a column name", p.get_current_token())),
+            }
+        })?;
         p.expect_token(&Token::RParen)?;
         Some(cols.iter().map(ident_name).collect())
     } else {
@@ -192,7 +198,7 @@ fn at_end(p: &Parser<'_>) -> bool {
 /// `[WITH] (options)` or the legacy keyword options, up to the end of the statement.
 fn parse_options(p: &mut Parser<'_>) -> Result<OptionSet, SqlError> {
     let mut opts = OptionSet::default();
-    p.parse_keyword(Keyword::WITH);
+    let _with = p.parse_keyword(Keyword::WITH);
     if p.consume_token(&Token::LParen) {
         parse_option_list(p, &mut opts)?;
     } else {
@@ -606,12 +612,12 @@ fn parse_size(text: &str) -> Result<usize, SqlError> {
 /// The text of a value token, or None when the token cannot be a value.
 fn value_of(token: &Token) -> Option<OptionValue> {
     match token {
-        Token::SingleQuotedString(s)
-        | Token::EscapedStringLiteral(s)
-        | Token::DollarQuotedString(datafusion::sql::sqlparser::tokenizer::DollarQuotedString {
-            value: s,
-            ..
-        }) => Some(OptionValue { text: s.clone() }),
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => {
+            Some(OptionValue { text: s.clone() })
+        }
+        Token::DollarQuotedString(s) => Some(OptionValue {
+            text: s.value.clone(),
+        }),
         Token::Word(w) => Some(OptionValue {
             text: w.value.clone(),
         }),
@@ -675,7 +681,7 @@ fn parse_legacy_options(p: &mut Parser<'_>, opts: &mut OptionSet) -> Result<(), 
             "header" => opts.set("header", None)?,
             "binary" => opts.set("binary", None)?,
             _ => {
-                p.parse_keyword(Keyword::AS);
+                let _as = p.parse_keyword(Keyword::AS);
                 let v = next_value(p, &name)?;
                 let v = if name == "chunk_size" && matches!(p.peek_token_ref().token, Token::Word(_))
                 {

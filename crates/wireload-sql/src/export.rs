@@ -48,7 +48,7 @@ fn directory(p: &mut Parser<'_>) -> Result<String, SqlError> {
 pub fn parse_export(p: &mut Parser<'_>) -> Result<Export, SqlError> {
     let dir = directory(p)?;
     let mut compression = IpcCompression::Lz4Frame;
-    p.parse_keyword(Keyword::WITH);
+    let _with = p.parse_keyword(Keyword::WITH);
     if p.consume_token(&Token::LParen) {
         loop {
             let name = p.parse_identifier()?.value.to_ascii_lowercase();

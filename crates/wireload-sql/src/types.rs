@@ -8,7 +8,8 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_types::{ColumnDef, MAX_DECIMAL_PRECISION, MAX_STRING_LENGTH, SqlType, TableSchema};
+use wireload_types::ty::{MAX_DECIMAL_PRECISION, MAX_STRING_LENGTH};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::error::SqlError;
 

@@ -3,9 +3,10 @@
 //!
 //! ```
 //! use wireload_storage::{Catalog, Partitioning, TableDef};
-//! use wireload_types::TableSchema;
+//! use wireload_types::{ColumnDef, SqlType, TableSchema};
 //! let catalog = Catalog::default();
-//! let schema = TableSchema::parse("id INT").unwrap();
+//! let columns = vec![ColumnDef { name: "id".into(), ty: SqlType::Integer, nullable: true }];
+//! let schema = TableSchema { columns };
 //! let t = catalog.create_table(TableDef::new("t", schema, Partitioning::Single).unwrap(), false).unwrap();
 //! assert_eq!(t.snapshot().num_rows(), 0);
 //! ```

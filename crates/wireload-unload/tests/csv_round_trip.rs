@@ -20,7 +20,6 @@ use rand::{Rng, SeedableRng};
 use wireload_csv::Dialect;
 use wireload_load::{LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Catalog, Partitioning, Table, TableDef};
-use wireload_types::TableSchema;
 use wireload_types::deser::{parse_date, parse_timestamp};
 use wireload_unload::UnloadError;
 use wireload_unload::csv::{write_csv, write_csv_file};
@@ -62,7 +61,7 @@ fn table(schema: &str) -> Arc<Table> {
     let catalog = Catalog::default();
     let def = TableDef::new(
         "t",
-        TableSchema::parse(schema).unwrap(),
+        wireload_sql::parse_columns(schema).unwrap(),
         Partitioning::Single,
     )
     .unwrap();
@@ -70,7 +69,7 @@ fn table(schema: &str) -> Arc<Table> {
 }
 
 fn arrow_schema(schema: &str) -> SchemaRef {
-    TableSchema::parse(schema).unwrap().arrow_schema()
+    wireload_sql::parse_columns(schema).unwrap().arrow_schema()
 }
 
 /// One random string of 0..5 pieces (at least one when `pieces` has no empty string).

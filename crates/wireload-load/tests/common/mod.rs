@@ -8,12 +8,11 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use wireload_load::{LoadControl, LoadError, LoadOptions, LoadReport, Source, load_into};
 use wireload_storage::{Catalog, Partitioning, Table, TableDef};
-use wireload_types::TableSchema;
 
 /// A new table `t` with `schema`.
 pub fn table(schema: &str, partitioning: Partitioning) -> Arc<Table> {
     let catalog = Catalog::default();
-    let def = TableDef::new("t", TableSchema::parse(schema).unwrap(), partitioning).unwrap();
+    let def = TableDef::new("t", wireload_sql::parse_columns(schema).unwrap(), partitioning).unwrap();
     catalog.create_table(def, false).unwrap()
 }
 
