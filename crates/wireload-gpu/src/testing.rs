@@ -34,14 +34,12 @@
 //! assert_eq!(gpu.trace, cpu.trace);
 //! ```
 
-pub use crate::assemble::{CpuReason, assemble};
-pub use crate::buffers::{ColumnOut, PartitionBuffers, Trace, bitmap_words};
+pub use crate::buffers::{ColumnOut, PartitionBuffers, Trace};
 pub use crate::device::{Device, HostMemory};
 pub use crate::emulator::{Emulator, HostBuffer, c_layout};
 pub use crate::engine::{
     ReferenceRunner, Runner, load_into_on, load_into_pooled, load_into_reference, load_with,
 };
-pub use crate::partition::{Part, Partitioner};
 pub use crate::passes::{OnDevice, Parsed, Pooled, Workspace, WorkspacePool};
 pub use crate::plan::{
     ColumnPlan, DEFAULT_CHUNK, DEFAULT_FALLBACKS, DEFAULT_PARTITION, DEFAULT_STREAMS,
