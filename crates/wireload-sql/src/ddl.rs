@@ -130,15 +130,38 @@ pub fn create_table(ct: ast::CreateTable, partitions: Option<u64>) -> Result<Cre
         ));
     }
     let name = table_name(&ct.name)?;
-    if ct.columns.is_empty() {
+    let def = table_def(
+        name,
+        &ct.columns,
+        &ct.constraints,
+        ct.partition_by.as_deref(),
+        partitions,
+    )?;
+    Ok(CreateTable {
+        def,
+        if_not_exists: ct.if_not_exists,
+    })
+}
+
+/// The table `name` with the columns and PRIMARY KEY / UNIQUE constraints of a CREATE TABLE
+/// (column constraints and table constraints), partitioned as `partition_by` and
+/// `partitions` say.
+fn table_def(
+    name: String,
+    column_defs: &[ast::ColumnDef],
+    constraints: &[TableConstraint],
+    partition_by: Option<&Expr>,
+    partitions: Option<u64>,
+) -> Result<TableDef, SqlError> {
+    if column_defs.is_empty() {
         return Err(SqlError::InvalidOption(format!(
             "table \"{name}\" needs at least one column"
         )));
     }
-    let mut columns = Vec::with_capacity(ct.columns.len());
+    let mut columns = Vec::with_capacity(column_defs.len());
     // constraints in declaration order
     let mut keys: Vec<KeySpec> = Vec::new();
-    for col in &ct.columns {
+    for col in column_defs {
         let (column, options) = column_def(col)?;
         let col_name = column.name.clone();
         for opt in options {
@@ -162,7 +185,7 @@ pub fn create_table(ct: ast::CreateTable, partitions: Option<u64>) -> Result<Cre
         }
         columns.push(column);
     }
-    for c in &ct.constraints {
+    for c in constraints {
         keys.push(match c {
             TableConstraint::PrimaryKey(pk) => KeySpec {
                 name: pk.name.as_ref().map(ident_name),
@@ -211,12 +234,34 @@ pub fn create_table(ct: ast::CreateTable, partitions: Option<u64>) -> Result<Cre
             kind: k.kind,
         });
     }
-    let partitioning = partitioning(&name, &columns, ct.partition_by.as_deref(), partitions)?;
-    let def = TableDef::new(name, TableSchema { columns }, partitioning)?.with_indexes(indexes)?;
-    Ok(CreateTable {
-        def,
-        if_not_exists: ct.if_not_exists,
-    })
+    let partitioning = partitioning(&name, &columns, partition_by, partitions)?;
+    Ok(TableDef::new(name, TableSchema { columns }, partitioning)?.with_indexes(indexes)?)
+}
+
+/// The table `name` with the elements of a CREATE TABLE's parenthesized list, given without
+/// the parentheses: columns, column constraints and table constraints, such as
+/// `id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, UNIQUE (name)`.
+pub fn parse_table(name: &str, elements: &str) -> Result<TableDef, SqlError> {
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let mut p = datafusion::sql::sqlparser::parser::Parser::new(&dialect).try_with_sql(elements)?;
+    let (mut columns, mut constraints) = (Vec::new(), Vec::new());
+    loop {
+        match p.parse_optional_table_constraint()? {
+            Some(c) => constraints.push(c),
+            None => columns.push(p.parse_column_def()?),
+        }
+        if !p.consume_token(&datafusion::sql::sqlparser::tokenizer::Token::Comma) {
+            break;
+        }
+    }
+    let next = p.peek_token();
+    if next.token != datafusion::sql::sqlparser::tokenizer::Token::EOF {
+        return Err(SqlError::Syntax(crate::parse::expected(
+            "a comma and the next column or constraint, or the end of the list",
+            &next,
+        )));
+    }
+    table_def(name.to_string(), &columns, &constraints, None, None)
 }
 
 /// The partitioning `PARTITION BY HASH (col) PARTITIONS n` gives (the parser reads `HASH (col)`
@@ -547,6 +592,22 @@ mod tests {
             }
         );
         assert!(parse("DROP TABLE").is_err());
+    }
+
+    #[test]
+    fn table_element_lists() {
+        let def = parse_table("t", "id INT PRIMARY KEY, \"B\" TEXT NOT NULL, c DATE, UNIQUE (c)")
+            .unwrap();
+        assert_eq!(def.name, "t");
+        assert_eq!(def.schema.columns.len(), 3);
+        assert_eq!(def.indexes.len(), 2);
+        assert!(!def.schema.columns[0].nullable);
+        assert!(parse_table("t", "a INT,").is_err());
+        assert!(parse_table("t", "a INT b").is_err());
+        assert!(matches!(
+            parse_table("t", "a INT, PRIMARY KEY (z)"),
+            Err(SqlError::UndefinedColumn { .. })
+        ));
     }
 
     #[test]

@@ -47,7 +47,7 @@ use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef};
 use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
-pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable};
+pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};

@@ -134,12 +134,21 @@ async fn outputs_one_result_per_statement() {
 #[tokio::test]
 async fn stops_at_the_first_error() {
     let db = db(1);
+    // a syntax error anywhere: the script is parsed first, nothing runs
     let msg = fail(
         &db,
         "CREATE TABLE a (x INT); SELEC 1; CREATE TABLE b (x INT)",
     )
     .await;
     assert!(msg.to_lowercase().contains("selec"), "{msg}");
+    assert!(db.catalog().table("a").is_none());
+    // an error while running: the statements before it stay done, none after it runs
+    let msg = fail(
+        &db,
+        "CREATE TABLE a (x INT); SELECT * FROM nowhere; CREATE TABLE b (x INT)",
+    )
+    .await;
+    assert!(msg.contains("nowhere"), "{msg}");
     assert!(db.catalog().table("a").is_some());
     assert!(db.catalog().table("b").is_none());
 }

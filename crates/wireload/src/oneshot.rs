@@ -88,9 +88,10 @@ pub fn unique_column_names(names: &[String]) -> Vec<String> {
     out
 }
 
-/// The columns of each table: the --schema lists (one for all, or one per table), or
-/// VARCHAR columns named after each file's header.
-fn column_lists(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableSchema>> {
+/// The definition of each table: the --schema lists (columns and constraints, as inside a
+/// CREATE TABLE's parentheses; one for all tables, or one per table), or VARCHAR columns
+/// named after each file's header.
+fn definitions(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableDef>> {
     if args.all_varchar {
         return args
             .tables
@@ -105,22 +106,34 @@ fn column_lists(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableSchema>> {
                         nullable: true,
                     })
                     .collect();
-                Ok(TableSchema { columns })
+                TableDef::new(
+                    table_name(&t.name),
+                    TableSchema { columns },
+                    Partitioning::Single,
+                )
+                .with_context(|| format!("cannot create table {}", t.name))
             })
             .collect();
     }
-    let parse = |text: &String| {
-        wireload_sql::parse_columns(text).with_context(|| format!("--schema \"{text}\""))
+    let parse = |text: &String, table: &str| {
+        wireload_sql::parse_table(&table_name(table), text)
+            .with_context(|| format!("--schema \"{text}\""))
     };
     match args.schemas.len() {
         0 => bail!(
             "give the columns with --schema \"id INT, name VARCHAR, ...\", or use --all-varchar"
         ),
-        1 => {
-            let schema = parse(&args.schemas[0])?;
-            Ok(vec![schema; args.tables.len()])
-        }
-        n if n == args.tables.len() => args.schemas.iter().map(parse).collect(),
+        1 => args
+            .tables
+            .iter()
+            .map(|t| parse(&args.schemas[0], &t.name))
+            .collect(),
+        n if n == args.tables.len() => args
+            .schemas
+            .iter()
+            .zip(&args.tables)
+            .map(|(s, t)| parse(s, &t.name))
+            .collect(),
         n => bail!(
             "{n} --schema flags for {} --table flags: give one for all tables or one per table",
             args.tables.len()
@@ -160,10 +173,8 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         }
         Some(EngineArg::Cpu) | None => Loader::Cpu,
     };
-    for (table, schema) in args.tables.iter().zip(column_lists(args, &dialect)?) {
-        let name = table_name(&table.name);
-        let def = TableDef::new(name.clone(), schema, Partitioning::Single)
-            .with_context(|| format!("cannot create table {}", table.name))?;
+    for (table, def) in args.tables.iter().zip(definitions(args, &dialect)?) {
+        let name = def.name.clone();
         engine
             .create_table(def)
             .with_context(|| format!("cannot create table {}", table.name))?;

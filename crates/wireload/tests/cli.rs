@@ -398,7 +398,7 @@ fn engine_gpu_rejects_mode() {
     let err = stderr(&out);
     assert!(
         err.contains(
-            "COPY option MODE applies to ENGINE cpu: ENGINE gpu always reads RFC 4180 quoting, \
+            "--mode applies to --engine cpu: --engine gpu always reads RFC 4180 quoting, \
              newlines in quotes included"
         ),
         "{err}"
