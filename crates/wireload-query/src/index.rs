@@ -886,7 +886,11 @@ pub(crate) struct IndexAccess {
 
 impl IndexAccess {
     /// The best index access of `version` for `filters`, if an index can answer them.
-    pub(crate) fn choose(table: &TableDef, version: &TableVersion, filters: &[Expr]) -> Option<Self> {
+    pub(crate) fn choose(
+        table: &TableDef,
+        version: &TableVersion,
+        filters: &[Expr],
+    ) -> Option<Self> {
         if version.indexes.is_empty() || filters.is_empty() {
             return None;
         }
@@ -926,11 +930,11 @@ impl IndexAccess {
 mod tests {
     use std::sync::Arc;
 
-    use wireload_types::SqlType;
     use super::*;
     use arrow::datatypes::Field;
     use datafusion::prelude::{cast, col, lit};
     use wireload_storage::IndexKind;
+    use wireload_types::SqlType;
 
     use Bound::{Excluded, Included, Unbounded};
     use Constraint::{In, Range};
@@ -1288,7 +1292,14 @@ mod tests {
                     ("a", SqlType::Integer, false),
                     ("b", SqlType::BigInt, true),
                     ("s", SqlType::Text, true),
-                    ("d", SqlType::Decimal { precision: 10, scale: 2 }, true),
+                    (
+                        "d",
+                        SqlType::Decimal {
+                            precision: 10,
+                            scale: 2,
+                        },
+                        true,
+                    ),
                     ("day", SqlType::Date, true),
                     ("f", SqlType::Double, true),
                 ]

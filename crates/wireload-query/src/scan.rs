@@ -217,10 +217,7 @@ impl SnapshotScanExec {
             return Ok(Statistics::new_unknown(&self.schema)
                 .with_num_rows(Precision::Inexact(limited(bound))));
         }
-        let rows: usize = parts
-            .iter()
-            .map(|&p| limited(self.pieces_rows(p)))
-            .sum();
+        let rows: usize = parts.iter().map(|&p| limited(self.pieces_rows(p))).sum();
         let mut stats = Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows));
         if rows == all_rows {
             // null counts are exact when no limit cuts the pieces

@@ -121,7 +121,10 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
         let query = p.parse_query()?;
         p.expect_token(&Token::RParen)?;
         if !p.parse_keyword(Keyword::TO) {
-            return Err(SqlError::Syntax(expected("TO after COPY (query)", &p.peek_token())));
+            return Err(SqlError::Syntax(expected(
+                "TO after COPY (query)",
+                &p.peek_token(),
+            )));
         }
         return parse_to(p, CopySource::Query(query));
     }
@@ -683,15 +686,15 @@ fn parse_legacy_options(p: &mut Parser<'_>, opts: &mut OptionSet) -> Result<(), 
             _ => {
                 let _as = p.parse_keyword(Keyword::AS);
                 let v = next_value(p, &name)?;
-                let v = if name == "chunk_size" && matches!(p.peek_token_ref().token, Token::Word(_))
-                {
-                    let unit = next_value(p, &name)?;
-                    OptionValue {
-                        text: format!("{}{}", v.text, unit.text),
-                    }
-                } else {
-                    v
-                };
+                let v =
+                    if name == "chunk_size" && matches!(p.peek_token_ref().token, Token::Word(_)) {
+                        let unit = next_value(p, &name)?;
+                        OptionValue {
+                            text: format!("{}{}", v.text, unit.text),
+                        }
+                    } else {
+                        v
+                    };
                 opts.set(&name, Some(v))?;
             }
         }

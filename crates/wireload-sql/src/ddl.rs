@@ -3,9 +3,9 @@
 //! and `DROP INDEX`.
 
 use datafusion::sql::sqlparser::ast::{
-    self, ColumnOption, CreateTableOptions, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, HiveDistributionStyle, IndexColumn, IndexOption, IndexType, ObjectName,
-    ObjectNamePart, TableConstraint,
+    self, ColumnOption, CreateTableOptions, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    HiveDistributionStyle, IndexColumn, IndexOption, IndexType, ObjectName, ObjectNamePart,
+    TableConstraint,
 };
 use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
@@ -97,7 +97,10 @@ fn not_yet(what: &str) -> SqlError {
 /// `CREATE TABLE [IF NOT EXISTS] name (col type [NOT NULL | NULL | PRIMARY KEY | UNIQUE], ...
 /// [, [CONSTRAINT c] PRIMARY KEY | UNIQUE (cols) [USING ART|HASH]]) [PARTITION BY HASH (col)
 /// PARTITIONS n]`; `partitions` is the `PARTITIONS n` that followed the statement.
-pub fn create_table(ct: ast::CreateTable, partitions: Option<u64>) -> Result<CreateTable, SqlError> {
+pub fn create_table(
+    ct: ast::CreateTable,
+    partitions: Option<u64>,
+) -> Result<CreateTable, SqlError> {
     if ct.external {
         return Err(SqlError::NotSupported(
             "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
@@ -413,9 +416,9 @@ pub(crate) fn table_name(name: &ObjectName) -> Result<String, SqlError> {
         .iter()
         .map(|p| match p {
             ObjectNamePart::Identifier(i) => Ok(ident_name(i)),
-            ObjectNamePart::Function(_) => Err(SqlError::NotSupported(format!(
-                "invalid table name {name}"
-            ))),
+            ObjectNamePart::Function(_) => {
+                Err(SqlError::NotSupported(format!("invalid table name {name}")))
+            }
         })
         .collect::<Result<_, _>>()?;
     match parts.as_slice() {
@@ -540,7 +543,9 @@ mod tests {
         assert!(create_err("CREATE TABLE s.t (a INT)").contains("schema \"s\""));
         assert!(create_err("CREATE TABLE t (a INT").starts_with("syntax error"));
         assert!(create_err("CREATE TABLE t (a INTEGRAL)").contains("column \"a\""));
-        assert!(create_err("CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'").contains("EXTERNAL"));
+        assert!(
+            create_err("CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'").contains("EXTERNAL")
+        );
     }
 
     #[test]
@@ -548,15 +553,23 @@ mod tests {
         assert_eq!(
             create("CREATE TABLE t (\"Key\" INT, b INT) PARTITION BY HASH (\"Key\") PARTITIONS 8")
                 .partitioning,
-            Partitioning::Hash { column: 0, count: 8 }
+            Partitioning::Hash {
+                column: 0,
+                count: 8
+            }
         );
         assert_eq!(
             create("create table t (b int, key int) partition by hash (KEY) partitions 3")
                 .partitioning,
-            Partitioning::Hash { column: 1, count: 3 }
+            Partitioning::Hash {
+                column: 1,
+                count: 3
+            }
         );
         assert!(create_err("CREATE TABLE t (a INT) PARTITION BY RANGE (a)").contains("HASH"));
-        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a)").contains("PARTITIONS n"));
+        assert!(
+            create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a)").contains("PARTITIONS n")
+        );
         assert!(
             create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a, b) PARTITIONS 2")
                 .contains("more than one")
@@ -570,7 +583,10 @@ mod tests {
                 .contains("end of the statement")
         );
         assert!(create_err("CREATE TABLE t (a INT) PARTITIONS 2").contains("PARTITION BY"));
-        assert!(create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS 0").contains("PARTITIONS"));
+        assert!(
+            create_err("CREATE TABLE t (a INT) PARTITION BY HASH (a) PARTITIONS 0")
+                .contains("PARTITIONS")
+        );
     }
 
     #[test]
@@ -596,8 +612,11 @@ mod tests {
 
     #[test]
     fn table_element_lists() {
-        let def = parse_table("t", "id INT PRIMARY KEY, \"B\" TEXT NOT NULL, c DATE, UNIQUE (c)")
-            .unwrap();
+        let def = parse_table(
+            "t",
+            "id INT PRIMARY KEY, \"B\" TEXT NOT NULL, c DATE, UNIQUE (c)",
+        )
+        .unwrap();
         assert_eq!(def.name, "t");
         assert_eq!(def.schema.columns.len(), 3);
         assert_eq!(def.indexes.len(), 2);
@@ -613,7 +632,8 @@ mod tests {
     #[test]
     fn create_index_parses() {
         let Statement::CreateIndex(ci) =
-            parse("CREATE UNIQUE INDEX IF NOT EXISTS ix ON public.t USING hash (a, \"B\")").unwrap()
+            parse("CREATE UNIQUE INDEX IF NOT EXISTS ix ON public.t USING hash (a, \"B\")")
+                .unwrap()
         else {
             panic!()
         };
@@ -628,7 +648,17 @@ mod tests {
                 if_not_exists: true
             }
         );
-        assert!(parse("CREATE INDEX ix ON t (a) WHERE a > 1").unwrap_err().to_string().contains("partial"));
-        assert!(parse("CREATE INDEX ix ON t (a + 1)").unwrap_err().to_string().contains("plain columns"));
+        assert!(
+            parse("CREATE INDEX ix ON t (a) WHERE a > 1")
+                .unwrap_err()
+                .to_string()
+                .contains("partial")
+        );
+        assert!(
+            parse("CREATE INDEX ix ON t (a + 1)")
+                .unwrap_err()
+                .to_string()
+                .contains("plain columns")
+        );
     }
 }

@@ -261,8 +261,8 @@ fn unload_state(e: &UnloadError) -> SqlState {
 }
 
 fn query_state(e: &DataFusionError) -> SqlState {
-    use datafusion::common::SchemaError;
     use datafusion::arrow::error::ArrowError;
+    use datafusion::common::SchemaError;
     match e {
         DataFusionError::SQL(..) => SqlState::SYNTAX_ERROR,
         DataFusionError::SchemaError(e, _) => match e.as_ref() {

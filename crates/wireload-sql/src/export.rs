@@ -40,7 +40,10 @@ fn directory(p: &mut Parser<'_>) -> Result<String, SqlError> {
     let token = p.next_token();
     match token.token {
         Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => Ok(s),
-        _ => Err(SqlError::Syntax(expected("a quoted directory path", &token))),
+        _ => Err(SqlError::Syntax(expected(
+            "a quoted directory path",
+            &token,
+        ))),
     }
 }
 

@@ -466,9 +466,8 @@ impl Database {
                 )
             }
             CopySource::Query(query) => {
-                let statement = DfStatement::Statement(Box::new(ast::Statement::Query(
-                    query.clone(),
-                )));
+                let statement =
+                    DfStatement::Statement(Box::new(ast::Statement::Query(query.clone())));
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
                 let df = self.ctx.execute_logical_plan(plan).await?;
                 let schema = Arc::new(df.schema().as_arrow().clone());

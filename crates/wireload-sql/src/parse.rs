@@ -129,8 +129,7 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
         DfStatement::Statement(ast) => ast,
         DfStatement::CreateExternalTable(_) => {
             return Err(SqlError::NotSupported(
-                "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM"
-                    .into(),
+                "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
             ));
         }
         other => return Ok(Statement::Query(Box::new(other))),
@@ -167,7 +166,10 @@ fn parse_partitions(p: &mut Parser<'_>) -> Result<Option<u64>, SqlError> {
         Token::Number(n, _) => n.parse().map(Some).map_err(|_| {
             SqlError::InvalidOption(format!("PARTITIONS must be a positive integer, got {n}"))
         }),
-        _ => Err(SqlError::Syntax(expected("the number of partitions", &token))),
+        _ => Err(SqlError::Syntax(expected(
+            "the number of partitions",
+            &token,
+        ))),
     }
 }
 
@@ -203,9 +205,11 @@ pub fn is_complete(sql: &str) -> bool {
             .rev()
             .find(|t| !matches!(t, Token::Whitespace(_) | Token::EOF))
             .is_none_or(|t| *t == Token::SemiColon),
-        Err(e) => !(e.message.contains("Unterminated")
-            || e.message.contains("before EOF")
-            || e.message.contains("EOF while")),
+        Err(e) => {
+            !(e.message.contains("Unterminated")
+                || e.message.contains("before EOF")
+                || e.message.contains("EOF while"))
+        }
     }
 }
 
@@ -265,7 +269,11 @@ mod tests {
     fn semicolons_inside_strings_identifiers_comments_and_dollar_quotes() {
         assert_eq!(
             texts("SELECT 'a;b'; SELECT 'it''s;'; SELECT \"we;ird\" FROM t"),
-            ["SELECT 'a;b'", "SELECT 'it''s;'", "SELECT \"we;ird\" FROM t"]
+            [
+                "SELECT 'a;b'",
+                "SELECT 'it''s;'",
+                "SELECT \"we;ird\" FROM t"
+            ]
         );
         assert_eq!(
             texts("SELECT 1 -- x; y\n; SELECT /* ; */ 2"),

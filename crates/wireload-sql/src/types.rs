@@ -289,18 +289,26 @@ mod tests {
             "INT[]",
         ] {
             match ty(text) {
-                Err(SqlError::NotSupported(m)) => assert!(m.contains("column \"c\""), "{text}: {m}"),
+                Err(SqlError::NotSupported(m)) => {
+                    assert!(m.contains("column \"c\""), "{text}: {m}")
+                }
                 other => panic!("{text}: {other:?}"),
             }
         }
-        for text in ["DECIMAL(5,2", "DECIMAL(a)", "VARCHAR(10) x", "DOUBLE-PRECISION"] {
+        for text in [
+            "DECIMAL(5,2",
+            "DECIMAL(a)",
+            "VARCHAR(10) x",
+            "DOUBLE-PRECISION",
+        ] {
             assert!(ty(text).is_err(), "{text}");
         }
     }
 
     #[test]
     fn column_lists() {
-        let s = parse_columns("id INT NOT NULL, \"First Name\" VARCHAR(10), Day DATE NULL").unwrap();
+        let s =
+            parse_columns("id INT NOT NULL, \"First Name\" VARCHAR(10), Day DATE NULL").unwrap();
         let got: Vec<(&str, SqlType, bool)> = s
             .columns
             .iter()

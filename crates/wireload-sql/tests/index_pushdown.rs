@@ -154,10 +154,14 @@ async fn setup_catalog(db: &Database, dir: &Path) {
         kind,
     };
     let table = |name: &str, cols: &str, partitioning, indexes: Vec<IndexDef>| {
-        let def = TableDef::new(name, wireload_sql::parse_columns(cols).unwrap(), partitioning)
-            .unwrap()
-            .with_indexes(indexes)
-            .unwrap();
+        let def = TableDef::new(
+            name,
+            wireload_sql::parse_columns(cols).unwrap(),
+            partitioning,
+        )
+        .unwrap()
+        .with_indexes(indexes)
+        .unwrap();
         db.catalog().create_table(def, false).unwrap();
     };
     table(
@@ -389,7 +393,10 @@ async fn check_explain(db: &Database) {
         "{tree}"
     );
     let verbose = explain(db, "VERBOSE SELECT * FROM h WHERE a = 3").await;
-    assert!(verbose.contains("(HASH), keys: a = 3, version="), "{verbose}");
+    assert!(
+        verbose.contains("(HASH), keys: a = 3, version="),
+        "{verbose}"
+    );
     // an index scan that would select more than a quarter of the rows reads the whole
     // snapshot instead: decided when it runs
     let wide = explain(db, "SELECT * FROM t WHERE a >= 0").await;

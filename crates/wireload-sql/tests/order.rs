@@ -199,11 +199,21 @@ async fn tiny_chunks_and_several_loads_keep_the_order() {
             create(&db, &table).await;
             // two loads: the second's rows follow the first's
             for f in [&f1, &f2] {
-                run(&db, &format!("COPY {table} FROM {f} WITH (CHUNK_SIZE {chunk})"))
-                    .await
-                    .unwrap();
+                run(
+                    &db,
+                    &format!("COPY {table} FROM {f} WITH (CHUNK_SIZE {chunk})"),
+                )
+                .await
+                .unwrap();
             }
-            check(&db, &table, &want, 10, &format!("{threads} threads, chunk {chunk}")).await;
+            check(
+                &db,
+                &table,
+                &want,
+                10,
+                &format!("{threads} threads, chunk {chunk}"),
+            )
+            .await;
         }
     }
 }
@@ -212,14 +222,14 @@ async fn tiny_chunks_and_several_loads_keep_the_order() {
 async fn copy_to_and_export_keep_the_order() {
     let dir = tempfile::tempdir().unwrap();
     // no quotes: the CSV written back is the input, byte for byte
-    let text: String = (0..20_000).map(|i| format!("{i},w{}\n", i * 7 % 1013)).collect();
+    let text: String = (0..20_000)
+        .map(|i| format!("{i},w{}\n", i * 7 % 1013))
+        .collect();
     let file = write(dir.path(), "in.csv", &text);
     let db = db(3);
     run(
         &db,
-        &format!(
-            "CREATE TABLE t (i INT, s TEXT); COPY t FROM {file} WITH (CHUNK_SIZE 4096)"
-        ),
+        &format!("CREATE TABLE t (i INT, s TEXT); COPY t FROM {file} WITH (CHUNK_SIZE 4096)"),
     )
     .await
     .unwrap();
@@ -240,9 +250,13 @@ async fn copy_to_and_export_keep_the_order() {
     }
     let export = dir.path().join("export");
     let export = lit(export.to_str().unwrap());
-    run(&db, &format!("EXPORT DATABASE {export}")).await.unwrap();
+    run(&db, &format!("EXPORT DATABASE {export}"))
+        .await
+        .unwrap();
     let db2 = common::db(2);
-    run(&db2, &format!("IMPORT DATABASE {export}")).await.unwrap();
+    run(&db2, &format!("IMPORT DATABASE {export}"))
+        .await
+        .unwrap();
     let want: Vec<Row> = text
         .lines()
         .map(|l| l.split(',').map(|v| Some(v.to_string())).collect())
@@ -281,4 +295,3 @@ async fn limit_returns_the_first_rows_and_stops_early() {
         "{text}"
     );
 }
-

@@ -848,3 +848,51 @@ fn the_execute_future_is_send() {
     let fut = db.execute("SELECT 1", &ctl);
     assert_send(&fut);
 }
+
+/// Errors are typed: user errors carry the SQLSTATE PostgreSQL gives them, and none of them
+/// is reported as an internal error.
+#[tokio::test]
+async fn errors_carry_sqlstate_classes() {
+    use wireload_sql::SqlState;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(2);
+    let bad = file(dir.path(), "bad.csv", "1,a\nx,b\n");
+    let dup = file(dir.path(), "dup.csv", "1,a\n1,b\n");
+    run(&db, "CREATE TABLE t (id INT PRIMARY KEY, s TEXT)")
+        .await
+        .unwrap();
+    let state = |e: wireload_sql::SqlError| {
+        assert!(!e.is_internal(), "{e}");
+        e.sqlstate()
+    };
+    for (sql, want) in [
+        ("SELEC 1".to_string(), SqlState::SYNTAX_ERROR),
+        ("SELECT * FROM nowhere".into(), SqlState::UNDEFINED_TABLE),
+        ("COPY nowhere FROM 'x'".into(), SqlState::UNDEFINED_TABLE),
+        ("SELECT nope FROM t".into(), SqlState::UNDEFINED_COLUMN),
+        ("CREATE TABLE t (a INT)".into(), SqlState::DUPLICATE_TABLE),
+        (
+            "CREATE TABLE u (a JSON)".into(),
+            SqlState::FEATURE_NOT_SUPPORTED,
+        ),
+        (
+            "COPY t FROM 'x' WITH (THREADS 0)".into(),
+            SqlState::INVALID_PARAMETER_VALUE,
+        ),
+        (
+            format!("COPY t FROM {bad}"),
+            SqlState::INVALID_TEXT_REPRESENTATION,
+        ),
+        (format!("COPY t FROM {dup}"), SqlState::UNIQUE_VIOLATION),
+        ("COPY t FROM '/no/such/file.csv'".into(), SqlState::IO_ERROR),
+        ("DROP INDEX nope".into(), SqlState::UNDEFINED_OBJECT),
+        (
+            "DROP INDEX t_pkey".into(),
+            SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+        ),
+    ] {
+        let e = run(&db, &sql).await.expect_err(&sql);
+        assert_eq!(state(e), want, "{sql}");
+    }
+    assert_eq!(db.catalog().table("t").unwrap().snapshot().num_rows(), 0);
+}

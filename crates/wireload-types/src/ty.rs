@@ -4,7 +4,6 @@ use std::fmt;
 
 use arrow::datatypes::{DataType, TimeUnit};
 
-
 /// Largest declared length of `CHAR(n)` / `VARCHAR(n)` (PostgreSQL's limit).
 pub const MAX_STRING_LENGTH: u32 = 10_485_760;
 
@@ -92,7 +91,6 @@ impl fmt::Display for SqlType {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     #[test]
     fn display_is_canonical() {

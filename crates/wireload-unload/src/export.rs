@@ -212,7 +212,11 @@ impl Definition {
                     count,
                 }),
             },
-            constraints: def.indexes.iter().map(|ix| IndexSpec::of(def, ix)).collect(),
+            constraints: def
+                .indexes
+                .iter()
+                .map(|ix| IndexSpec::of(def, ix))
+                .collect(),
         }
     }
 
@@ -551,7 +555,10 @@ impl Export {
         for t in manifest.tables {
             for f in &t.files {
                 if f.file.contains(['/', '\\']) || f.file.starts_with('.') || f.file.is_empty() {
-                    return Err(damaged(format!("file name {:?} leaves the directory", f.file)));
+                    return Err(damaged(format!(
+                        "file name {:?} leaves the directory",
+                        f.file
+                    )));
                 }
             }
             let def = match &t.definition {
@@ -661,7 +668,10 @@ impl Export {
                 if report.rows != f.rows {
                     return Err(ExportError::Damaged {
                         path,
-                        what: format!("it holds {} rows, the manifest says {}", report.rows, f.rows),
+                        what: format!(
+                            "it holds {} rows, the manifest says {}",
+                            report.rows, f.rows
+                        ),
                     });
                 }
                 table_bytes += f.bytes;

@@ -63,8 +63,7 @@ pub enum ModeArg {
 pub enum EngineArg {
     /// The parallel CPU loader (the default).
     Cpu,
-    /// The GPU loader: needs an NVIDIA GPU with its CUDA driver and NVRTC
-    /// (WIRELOAD_GPU=emulate runs its kernels on a slow CPU emulator instead).
+    /// The GPU loader: needs an NVIDIA GPU with its CUDA driver and NVRTC.
     Gpu,
 }
 

@@ -351,7 +351,10 @@ mod tests {
         let names: Vec<&str> = with.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
+            [
+                "region", "nation", "supplier", "customer", "part", "partsupp", "orders",
+                "lineitem"
+            ]
         );
     }
 

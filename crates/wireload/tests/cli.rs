@@ -471,6 +471,62 @@ fn script_on_stdin() {
     assert_stopped_at_error(&out, "<stdin>");
 }
 
+/// Semicolons inside dollar quotes and `E''` strings do not end a statement, in scripts and
+/// in `wireload sql` (the library's front end splits them).
+#[test]
+fn dollar_quotes_and_escape_strings_in_scripts() {
+    let dir = TempDir::new().unwrap();
+    let path = file(
+        &dir,
+        "d.sql",
+        "SELECT $$a;b$$ AS x;\nSELECT $tag$c;d$tag$ AS y; SELECT E'e\\';f' AS z;\n",
+    );
+    let out = wireload().arg("-f").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for v in ["a;b", "c;d", "e';f"] {
+        assert!(text.contains(v), "{v}: {text}");
+    }
+    let data = file(&dir, "x.csv", "1\n");
+    let out = wireload()
+        .args([
+            "sql",
+            "--table",
+            &table_arg("t", &data),
+            "--schema",
+            "a INT",
+        ])
+        .args(["--format", "csv", "SELECT $$p;q$$ AS s FROM t"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "s\np;q\n");
+}
+
+/// A script is parsed whole before it runs: a syntax error anywhere runs nothing and names
+/// the line.
+#[test]
+fn script_with_a_syntax_error_runs_nothing() {
+    let dir = TempDir::new().unwrap();
+    let data = file(&dir, "s.csv", "1,first\n");
+    let path = file(
+        &dir,
+        "s.sql",
+        &format!(
+            "CREATE TABLE t (id INT, name VARCHAR);\nCOPY t FROM '{}';\nSELEC name FROM t;\n",
+            data.display()
+        ),
+    );
+    let out = wireload().arg("-f").arg(&path).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("syntax error") && err.contains("Line: 3"),
+        "{err}"
+    );
+    assert!(!err.contains("loaded"), "nothing ran: {err}");
+}
+
 #[test]
 fn gen_tpch_writes_eight_tables() {
     let dir = TempDir::new().unwrap();

@@ -12,7 +12,12 @@ use wireload_storage::{Catalog, Partitioning, Table, TableDef};
 /// A new table `t` with `schema`.
 pub fn table(schema: &str, partitioning: Partitioning) -> Arc<Table> {
     let catalog = Catalog::default();
-    let def = TableDef::new("t", wireload_sql::parse_columns(schema).unwrap(), partitioning).unwrap();
+    let def = TableDef::new(
+        "t",
+        wireload_sql::parse_columns(schema).unwrap(),
+        partitioning,
+    )
+    .unwrap();
     catalog.create_table(def, false).unwrap()
 }
 
