@@ -181,3 +181,56 @@ pub fn first_record_start(data: &[u8], cfg: &ScanConfig, pos: usize, state: Quot
         }
     }
 }
+
+/// The position right after the last record delimiter (`\n` or `\r`) outside quotes in
+/// `data[pos..end]`, given the quote state at `pos`; None when there is none. A streamed
+/// load cuts its window there, so the next window starts at a record boundary. In fast mode
+/// quotes are not looked at.
+pub fn last_record_end(
+    data: &[u8],
+    end: usize,
+    cfg: &ScanConfig,
+    pos: usize,
+    state: QuoteState,
+) -> Option<usize> {
+    let end = end.min(data.len());
+    if pos >= end {
+        return None;
+    }
+    let is_nl = |b: u8| b == b'\n' || b == b'\r';
+    let quote = if cfg.fast { None } else { cfg.specials.quote };
+    match (quote, cfg.escape) {
+        (None, _) => memchr::memrchr2(b'\n', b'\r', &data[pos..end]).map(|j| pos + j + 1),
+        (Some(q), None) => {
+            let mut inside = state != QuoteState::Outside;
+            let mut last = None;
+            for j in memchr::memchr3_iter(q, b'\n', b'\r', &data[pos..end]) {
+                if data[pos + j] == q {
+                    inside = !inside;
+                } else if !inside {
+                    last = Some(pos + j + 1);
+                }
+            }
+            last
+        }
+        (Some(q), Some(e)) => {
+            let mut state = state;
+            let mut last = None;
+            for (i, &b) in data[pos..end].iter().enumerate() {
+                state = match state {
+                    QuoteState::Outside if is_nl(b) => {
+                        last = Some(pos + i + 1);
+                        QuoteState::Outside
+                    }
+                    QuoteState::Outside if b == q => QuoteState::Inside,
+                    QuoteState::Outside => QuoteState::Outside,
+                    QuoteState::Inside if b == q => QuoteState::Outside,
+                    QuoteState::Inside if b == e => QuoteState::InsideAfterEscape,
+                    QuoteState::Inside => QuoteState::Inside,
+                    QuoteState::InsideAfterEscape => QuoteState::Inside,
+                };
+            }
+            last
+        }
+    }
+}

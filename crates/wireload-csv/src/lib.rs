@@ -30,7 +30,9 @@ pub mod reference;
 mod scan;
 pub mod simd;
 
-pub use context::{QuoteState, chunk_ranges, chunk_start_states, first_record_start};
+pub use context::{
+    QuoteState, chunk_ranges, chunk_start_states, first_record_start, last_record_end,
+};
 pub use dialect::{Dialect, ScanMode};
 pub use error::{DialectError, ScanError, ScanErrorKind};
 pub use fields::{ColumnFields, FieldBatch};
@@ -48,11 +50,20 @@ pub fn skip_bom(data: &[u8]) -> usize {
 /// 1-based physical line of byte `pos`: one more than the record delimiters before it,
 /// counting `\r\n` once and a lone `\r` as a line end.
 pub fn line_of(data: &[u8], pos: usize) -> u64 {
-    let pos = pos.min(data.len());
-    let head = &data[..pos];
-    let lf = memchr::memchr_iter(b'\n', head).count() as u64;
+    1 + line_ends(data, 0..pos.min(data.len()))
+}
+
+/// Line ends in `data[range]` as [`line_of`] counts them (`\n`, and `\r` not followed by
+/// `\n`, looking past the range's end for that): `line_of(data, b) = 1 + line_ends(data,
+/// 0..b)`, and the counts of adjacent ranges add up.
+pub fn line_ends(data: &[u8], range: std::ops::Range<usize>) -> u64 {
+    let head = &data[range.clone()];
+    let lf = bytecount::count(head, b'\n') as u64;
+    if memchr::memchr(b'\r', head).is_none() {
+        return lf;
+    }
     let lone_cr = memchr::memchr_iter(b'\r', head)
-        .filter(|&i| data.get(i + 1) != Some(&b'\n'))
+        .filter(|&i| data.get(range.start + i + 1) != Some(&b'\n'))
         .count() as u64;
-    1 + lf + lone_cr
+    lf + lone_cr
 }

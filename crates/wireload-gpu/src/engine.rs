@@ -1,10 +1,12 @@
-//! A GPU load end to end: partitions of the input are staged in page-locked memory and
-//! streamed to the device by several workers, each with its own stream and buffers, so
-//! copies up, kernels and copies down of different partitions overlap. Each partition's
-//! buffers become an Arrow batch on the host; a partition the kernels flag (an error, or
-//! more fallbacks than the list holds) is loaded by the CPU loader instead, which names
-//! the error exactly as a CPU load would. The batches are appended to the table in one
-//! atomic step, indexes and partitioning included.
+//! A GPU load end to end, a parse stage in front of the load's one append/publish stage:
+//! partitions of the input are staged in page-locked memory and streamed to the device by
+//! several workers, each with its own stream and buffers, so copies up, kernels and copies
+//! down of different partitions overlap. Each partition's buffers become an Arrow batch on
+//! the host (a unit of the append/publish stage); a partition the kernels flag (an error,
+//! or more fallbacks than the list holds) is parsed by the CPU parse stage instead, in
+//! place, which names the error exactly as a CPU load would. Line ends are counted while a
+//! partition is staged, so every position names its line without scanning the input again.
+//! The units are appended to the table in one atomic step, indexes and partitioning included.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -13,13 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
-use wireload_csv::{FieldBatch, ScanConfig, ScanMode, Scanner, line_of};
+use rayon::prelude::*;
+use wireload_csv::{ScanConfig, ScanMode, line_ends};
 use wireload_load::{
-    Dialect, KeySite, LoadControl, LoadError, LoadOptions, LoadReport, Source,
-    append_validated_batches, data_start, load_into,
+    Appender, Dialect, Input, LoadControl, LoadError, LoadReport, MergeStrategy, Sites, Source,
+    data_start, parse_records,
 };
-use wireload_storage::{Partitioning, Table, TableDef};
-use wireload_types::{ColumnDef, TableSchema};
+use wireload_storage::Table;
 
 use crate::assemble::{CpuReason, assemble};
 use crate::buffers::PartitionBuffers;
@@ -58,10 +60,16 @@ impl std::fmt::Display for GpuReport {
 
 /// What one partition gave.
 struct PartResult {
-    batches: Vec<RecordBatch>,
+    /// the partition's bytes in the input
+    range: Range<usize>,
+    /// the GPU's rows (None: the CPU parse stage must parse the range)
+    batch: Option<RecordBatch>,
+    /// why the kernels left the range to the CPU (None: too long for them)
+    flagged: Option<CpuReason>,
     quoted: bool,
-    cpu: bool,
     fallbacks: u64,
+    /// line ends in the range
+    lines: u64,
 }
 
 /// Something that parses staged partitions: a device's workspace, or the reference.
@@ -127,156 +135,38 @@ impl Runner for ReferenceRunner {
     }
 }
 
-/// Copies `src` into `dst` (of the same length) in pieces on the rayon pool: one thread
-/// copies at a fraction of the memory bandwidth.
-fn par_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 4 << 20;
-    use rayon::prelude::*;
+/// Bytes per piece of the parallel staging copy.
+const PIECE: usize = 4 << 20;
+
+/// Copies `data[range]` into `dst` (of the same length) in pieces on the rayon pool (one
+/// thread copies at a fraction of the memory bandwidth); returns the line ends of the range,
+/// counted piece by piece while the piece is in cache.
+fn par_copy_lines(dst: &mut [u8], data: &[u8], range: Range<usize>) -> u64 {
     dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+        .enumerate()
+        .map(|(i, d)| {
+            let from = range.start + i * PIECE;
+            d.copy_from_slice(&data[from..from + d.len()]);
+            line_ends(data, from..from + d.len())
+        })
+        .sum()
+}
+
+/// The line ends of `data[range]`, counted in parallel.
+fn par_lines(data: &[u8], range: Range<usize>) -> u64 {
+    range
+        .clone()
+        .step_by(PIECE)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|from| line_ends(data, from..(from + PIECE).min(range.end)))
+        .sum()
 }
 
 /// Whether partition `range` needs a record delimiter added for the kernels: it ends the
 /// input, whose last record has none.
 fn needs_newline(data: &[u8], range: &Range<usize>) -> bool {
     range.end == data.len() && !matches!(data.last(), Some(b'\n' | b'\r'))
-}
-
-/// Loads records `range` of `data` with the CPU loader (one more time, for what the GPU
-/// left: errors to name, partitions with too many fallbacks). Positions in errors are
-/// those of the whole input.
-fn cpu_partition(
-    columns: &[ColumnDef],
-    dialect: &Dialect,
-    file: &str,
-    data: &[u8],
-    range: Range<usize>,
-) -> Result<Vec<RecordBatch>, LoadError> {
-    let def = TableDef::new(
-        "partition",
-        TableSchema {
-            columns: columns.to_vec(),
-        },
-        Partitioning::Single,
-    )
-    .map_err(|e| LoadError::Options(e.to_string()))?;
-    let table = Table::new(def);
-    let mut dialect = dialect.clone();
-    dialect.header = false;
-    // An empty line first: a partition that starts with the bytes of a BOM keeps them (the
-    // CPU loader skips a BOM only at the start of its input), and the line is skipped.
-    let mut bytes = Vec::with_capacity(range.len() + 1);
-    bytes.push(b'\n');
-    bytes.extend_from_slice(&data[range.clone()]);
-    let src = Source::Bytes {
-        name: file.to_string(),
-        data: Arc::from(bytes),
-    };
-    let opts = LoadOptions {
-        dialect,
-        mode: ScanMode::Safe,
-        ..LoadOptions::default()
-    };
-    match load_into(&table, &src, &opts, &LoadControl::default()) {
-        Ok(_) => Ok(table.snapshot().chunks().cloned().collect()),
-        Err(e) => Err(shift(e, range.start as u64, data)),
-    }
-}
-
-/// `e` (a key error of the append, which counts the input's records) with the records of
-/// `file` it names given by line and byte offset, as the CPU loader names them.
-fn name_lines(
-    e: LoadError,
-    file: &str,
-    data: &[u8],
-    start: usize,
-    scan: &ScanConfig,
-    ncols: usize,
-) -> LoadError {
-    let row_of = |s: &KeySite| match s {
-        KeySite::Row {
-            file: f,
-            row: Some(r),
-        } if f == file => Some(*r),
-        _ => None,
-    };
-    let rows: Vec<u64> = match &e {
-        LoadError::DuplicateKey { first, second, .. } => [row_of(first), row_of(second)]
-            .into_iter()
-            .flatten()
-            .collect(),
-        LoadError::NullKey { site, .. } => row_of(site).into_iter().collect(),
-        _ => return e,
-    };
-    let Some(&last) = rows.iter().max() else {
-        return e;
-    };
-    // the wanted records' starts, scanning from the first record (an error path)
-    let mut found = Vec::new();
-    let mut scanner = Scanner::new(scan, data, start, data.len(), ncols);
-    let mut batch = FieldBatch::new(ncols);
-    let mut row = 0u64;
-    while row < last {
-        let Ok(more) = scanner.next_batch(&mut batch, 4096) else {
-            break;
-        };
-        for r in 0..batch.rows() {
-            row += 1;
-            if rows.contains(&row) {
-                found.push((row, batch.row_start(r)));
-            }
-        }
-        if !more {
-            break;
-        }
-    }
-    let name = |s: KeySite| match row_of(&s).and_then(|r| found.iter().find(|f| f.0 == r)) {
-        Some(&(_, byte)) => KeySite::Line {
-            file: file.to_string(),
-            line: line_of(data, byte),
-            byte: byte as u64,
-        },
-        None => s,
-    };
-    match e {
-        LoadError::DuplicateKey {
-            index,
-            columns,
-            key,
-            second,
-            first,
-        } => LoadError::DuplicateKey {
-            index,
-            columns,
-            key,
-            second: Box::new(name(*second)),
-            first: Box::new(name(*first)),
-        },
-        LoadError::NullKey {
-            index,
-            column,
-            site,
-        } => LoadError::NullKey {
-            index,
-            column,
-            site: name(site),
-        },
-        e => e,
-    }
-}
-
-/// `e`, found in a partition starting at `start` loaded after one empty line, with its byte
-/// offset and line those of the whole input `data`.
-fn shift(mut e: LoadError, start: u64, data: &[u8]) -> LoadError {
-    if let LoadError::Syntax { pos, .. }
-    | LoadError::Value { pos, .. }
-    | LoadError::QuotedNewlineInFastMode { pos } = &mut e
-    {
-        pos.byte = (pos.byte + start).saturating_sub(1);
-        pos.line = line_of(data, pos.byte as usize);
-    }
-    e
 }
 
 /// Loads `source` into `table` on `dev` (with workspaces of its own, freed afterwards) and
@@ -354,7 +244,11 @@ pub fn load_with<R: Runner>(
     let plan = Arc::new(Plan::new(columns, dialect)?);
     let scan = ScanConfig::new(dialect, ScanMode::Safe).map_err(|e| LoadError::Options(e.0))?;
     let file = source.name();
-    let input = source.open()?;
+    // the GPU parses partitions of an input held whole (a stream is read in first)
+    let input = match source.open()? {
+        Input::Whole(w) => w,
+        stream => wireload_load::Whole::Shared(stream.into_bytes()?),
+    };
     let data = input.bytes();
     ctl.bytes_total.store(data.len() as u64, Relaxed);
     let start = data_start(data, &scan, dialect.header, &file)?;
@@ -392,7 +286,7 @@ pub fn load_with<R: Runner>(
                     if part.index > failed.load(Relaxed) {
                         break;
                     }
-                    let r = run_partition(ws, &plan, columns, dialect, &file, data, &part);
+                    let r = run_partition(ws, &plan, data, &part);
                     ctl.bytes_done.fetch_add(part.range.len() as u64, Relaxed);
                     let bad = match &r {
                         Err(GpuError::Load(_)) => true,
@@ -425,8 +319,8 @@ pub fn load_with<R: Runner>(
         .unwrap_or_else(|p| p.into_inner())
         .next()
         .is_some();
-    let mut batches = Vec::new();
     let (mut partitions, mut quoted, mut cpu, mut fallbacks) = (0, 0, 0, 0u64);
+    let mut ordered = Vec::with_capacity(results.len());
     for (index, r) in results {
         let r = r?;
         // every partition up to here ran (workers stop early only after an error, which
@@ -438,22 +332,80 @@ pub fn load_with<R: Runner>(
         }
         partitions += 1;
         quoted += r.quoted as usize;
-        cpu += r.cpu as usize;
+        cpu += r.batch.is_none() as usize;
         fallbacks += r.fallbacks;
-        batches.extend(r.batches);
+        ordered.push(r);
     }
     if unplanned {
         return Err(GpuError::Unsupported(format!(
             "the load stopped after {partitions} partitions"
         )));
     }
-    // the batches are the table's schema, NOT NULL and lengths checked by the passes (or
-    // by the CPU loader)
-    let mut report = append_validated_batches(table, &file, data.len() as u64, batches, ctl)
-        .map_err(|e| name_lines(e, &file, data, start, &scan, columns.len()))?;
-    report.seconds = t0.elapsed().as_secs_f64();
+    // the append/publish stage; units numbered in input order: one per GPU partition, as
+    // many as the CPU parse stage makes of a flagged one
+    let appender = Appender::begin(table, &file, MergeStrategy::Chunk);
+    let mut lines_before = line_ends(data, 0..start);
+    let mut next_unit = 0;
+    let mut gpu_units = Vec::new();
+    for r in ordered {
+        match r.batch {
+            Some(batch) => {
+                let sites = if appender.wants_sites() {
+                    Sites::Records {
+                        start: r.range.start as u64,
+                        len: r.range.len() as u64,
+                        lines_before,
+                        records: vec![(0..batch.num_rows() as u32).collect()],
+                        scan: scan.clone(),
+                        columns: columns.len(),
+                    }
+                } else {
+                    Sites::None
+                };
+                gpu_units.push((next_unit, batch, sites));
+                next_unit += 1;
+            }
+            None => {
+                next_unit += parse_records(
+                    &appender,
+                    dialect,
+                    &data[r.range.clone()],
+                    r.range.start as u64,
+                    lines_before,
+                    next_unit,
+                    ctl,
+                )?;
+                // the CPU parse stage found nothing wrong in a partition the kernels
+                // flagged: its rows are correct by definition, but say so when testing
+                debug_assert!(
+                    matches!(r.flagged, None | Some(CpuReason::Overflow)),
+                    "the kernels flagged {:?} in bytes {:?} but the CPU parse stage took them",
+                    r.flagged,
+                    r.range
+                );
+            }
+        }
+        lines_before += r.lines;
+    }
+    // the batches are the table's schema, NOT NULL and lengths checked by the passes:
+    // split into the table's partitions and indexed in parallel
+    gpu_units
+        .into_par_iter()
+        .try_for_each(|(n, batch, sites)| {
+            let unit = appender.unit_of_batch(n, &batch, sites, Some(data))?;
+            appender.accept(n, unit);
+            Ok::<_, LoadError>(())
+        })?;
+    let rows = appender.publish(ctl, Some(data))?;
+    ctl.bytes_done.store(data.len() as u64, Relaxed);
     Ok(GpuReport {
-        load: report,
+        load: LoadReport {
+            table: table.name().to_string(),
+            rows,
+            bytes: data.len() as u64,
+            seconds: t0.elapsed().as_secs_f64(),
+            chunks: next_unit,
+        },
         device: device.to_string(),
         partitions,
         quoted,
@@ -462,13 +414,10 @@ pub fn load_with<R: Runner>(
     })
 }
 
-/// Stages, parses and assembles one partition (or loads it with the CPU loader).
+/// Stages, parses and assembles one partition (or leaves it to the CPU parse stage).
 fn run_partition<R: Runner>(
     ws: &mut R,
     plan: &Plan,
-    columns: &[ColumnDef],
-    dialect: &Dialect,
-    file: &str,
     data: &[u8],
     part: &Part,
 ) -> Result<PartResult, GpuError> {
@@ -478,46 +427,38 @@ fn run_partition<R: Runner>(
     let n = bytes.len() + extra;
     if n > MAX_PARTITION + (1 << 20) {
         // positions are 31-bit: a partition that a very long record stretched past that
-        // goes to the CPU loader
+        // goes to the CPU parse stage
         return Ok(PartResult {
-            batches: cpu_partition(columns, dialect, file, data, range)?,
+            lines: par_lines(data, range.clone()),
+            range,
+            batch: None,
+            flagged: None,
             quoted: false,
-            cpu: true,
             fallbacks: 0,
         });
     }
-    {
+    let lines = {
         let staging = ws.stage(n)?;
-        par_copy(&mut staging[..bytes.len()], bytes);
+        let lines = par_copy_lines(&mut staging[..bytes.len()], data, range.clone());
         if extra == 1 {
             staging[bytes.len()] = b'\n';
         }
-    }
+        lines
+    };
     let buffers = ws.parse(n)?;
     let quoted = buffers.quoted;
     let fallbacks = buffers.fallbacks.len() as u64;
-    match assemble(plan, bytes, buffers) {
-        Ok(batch) => Ok(PartResult {
-            batches: vec![batch],
-            quoted,
-            cpu: false,
-            fallbacks,
-        }),
-        Err(reason) => {
-            let batches = cpu_partition(columns, dialect, file, data, range)?;
-            // the CPU loader found nothing wrong in a partition the kernels flagged: keep
-            // its rows (correct by definition), but say so when testing
-            debug_assert!(
-                reason == CpuReason::Overflow,
-                "the kernels flagged {reason:?} in partition {} but the CPU loader loaded it",
-                part.index
-            );
-            Ok(PartResult {
-                batches,
-                quoted,
-                cpu: true,
-                fallbacks,
-            })
-        }
-    }
+    // flagged: an error (the CPU parse stage names it) or a fallback overflow
+    let (batch, flagged) = match assemble(plan, bytes, buffers) {
+        Ok(batch) => (Some(batch), None),
+        Err(reason) => (None, Some(reason)),
+    };
+    Ok(PartResult {
+        range,
+        batch,
+        flagged,
+        quoted,
+        fallbacks,
+        lines,
+    })
 }

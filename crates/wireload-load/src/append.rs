@@ -6,27 +6,26 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use arrow::compute::concat_batches;
 use arrow::compute::kernels::cast::{CastOptions, cast_with_options};
-use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
-use wireload_index::{EntryRef, Index};
-use wireload_storage::{Partitioning, RowId, Table, TableIndex, TableVersion};
+use wireload_storage::Table;
 use wireload_types::{ColumnDef, SqlType};
 
-use crate::error::{KeySite, LoadError};
-use crate::indexing::{BufferKeyError, LoadIndexes, version_row};
-use crate::options::{LoadControl, LoadReport};
-use crate::partition::partition_ids;
+use crate::error::LoadError;
+use crate::options::{LoadControl, LoadReport, MergeStrategy};
+use crate::publish::{Appender, Sites};
 
 /// Consecutive small batches are concatenated into chunks of at least this many rows.
 const MIN_CHUNK_ROWS: usize = 64 * 1024;
 /// Batches of at least this many rows become chunks as they are.
 const SMALL_BATCH_ROWS: usize = 8 * 1024;
 
-/// Appends `batches` (read from `file`, `bytes` long) to `table` and publishes the new version.
+/// Appends `batches` (read from `file`, `bytes` long) to `table` and publishes the new
+/// version, on the current rayon pool.
 ///
 /// The batches' columns map to the table's columns by position; each must have the table
 /// column's Arrow type or one that converts to it without loss (narrower integers, checked
@@ -38,31 +37,6 @@ pub fn append_batches(
     bytes: u64,
     batches: Vec<RecordBatch>,
     ctl: &LoadControl,
-) -> Result<LoadReport, LoadError> {
-    append(table, file, bytes, batches, ctl, false)
-}
-
-/// [`append_batches`] for batches a loader built and validated itself (the GPU loader's):
-/// each has the table's Arrow schema exactly and satisfies NOT NULL and the CHAR/VARCHAR
-/// lengths, so the per-value conversion and checks are skipped (the schema is still
-/// compared); keys, partitions and the atomic publish are as there.
-pub fn append_validated_batches(
-    table: &Table,
-    file: &str,
-    bytes: u64,
-    batches: Vec<RecordBatch>,
-    ctl: &LoadControl,
-) -> Result<LoadReport, LoadError> {
-    append(table, file, bytes, batches, ctl, true)
-}
-
-fn append(
-    table: &Table,
-    file: &str,
-    bytes: u64,
-    batches: Vec<RecordBatch>,
-    ctl: &LoadControl,
-    validated: bool,
 ) -> Result<LoadReport, LoadError> {
     let start = Instant::now();
     let def = table.def();
@@ -83,11 +57,12 @@ fn append(
             .sum::<u64>();
     }
     let target = Arc::clone(&def.arrow_schema);
-    let partitioning = def.partitioning;
-    let converted: Vec<Vec<RecordBatch>> = groups
+    let appender = Appender::begin(table, file, MergeStrategy::Chunk);
+    groups
         .par_iter()
         .zip(first_rows.par_iter())
-        .map(|(g, &first_row)| {
+        .enumerate()
+        .try_for_each(|(n, (g, &first_row))| {
             if ctl.cancel.load(Relaxed) {
                 return Err(LoadError::Cancelled);
             }
@@ -99,138 +74,31 @@ fn append(
                     .map_err(|e| mismatch(file, format!("cannot combine record batches: {e}")))?
             };
             check_shape(file, columns, batch.schema_ref())?;
-            let batch = if validated {
-                if batch.schema_ref().fields() != target.fields() {
-                    return Err(mismatch(
-                        file,
-                        format!(
-                            "a validated batch has schema {}, the table {}",
-                            batch.schema_ref(),
-                            target
-                        ),
-                    ));
+            let batch = convert(file, columns, &target, &batch, first_row)?;
+            let sites = if appender.wants_sites() {
+                let n = batch.num_rows() as u64;
+                Sites::Rows {
+                    rows: Some(vec![(first_row..first_row + n).collect()]),
                 }
-                RecordBatch::try_new(Arc::clone(&target), batch.columns().to_vec())
-                    .map_err(|e| mismatch(file, format!("cannot build a table chunk: {e}")))?
             } else {
-                convert(file, columns, &target, &batch, first_row)?
+                Sites::None
             };
-            let parts = split_partitions(&batch, partitioning)
-                .map_err(|e| mismatch(file, format!("cannot partition: {e}")))?;
+            let unit = appender.unit_of_batch(n, &batch, sites, None)?;
+            appender.accept(n, unit);
             // progress: this group's share of the file's bytes
             let group_rows: u64 = group.iter().map(|b| b.num_rows() as u64).sum();
             ctl.bytes_done
                 .fetch_add(bytes * group_rows / rows.max(1), Relaxed);
-            Ok(parts)
-        })
-        .collect::<Result<_, LoadError>>()?;
-    if ctl.cancel.load(Relaxed) {
-        return Err(LoadError::Cancelled);
-    }
-    let mut added: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitioning.count()];
-    for parts in converted {
-        for (p, b) in parts.into_iter().enumerate() {
-            if b.num_rows() > 0 {
-                added[p].push(b);
-            }
-        }
-    }
-    let chunks = added.iter().map(Vec::len).sum();
-    let guard = table.begin_write();
-    let base = guard.base();
-    let indexes = index_chunks(table, file, base, &added, &first_rows)?;
-    let next = base.with_appended(added, indexes);
-    guard.publish(next);
+            Ok(())
+        })?;
+    let added = appender.publish(ctl, None)?;
     ctl.bytes_done.store(bytes, Relaxed);
     Ok(LoadReport {
         table: table.name().to_string(),
-        rows,
+        rows: added,
         bytes,
         seconds: start.elapsed().as_secs_f64(),
-        chunks,
-    })
-}
-
-/// The base version's indexes with the keys of the `added` chunks merged in: every chunk a
-/// segment, indexed in parallel, then merged. `first_rows[k]` is the source row of chunk `k`'s
-/// first row when the table has one partition (so chunks are the source's row groups).
-fn index_chunks(
-    table: &Table,
-    file: &str,
-    base: &TableVersion,
-    added: &[Vec<RecordBatch>],
-    first_rows: &[u64],
-) -> Result<Vec<TableIndex>, LoadError> {
-    let def = table.def();
-    let indexes = LoadIndexes::new(def, base);
-    if indexes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let base_chunks = base.chunk_counts();
-    // slot k: the k-th added chunk, partition by partition
-    let slots: Vec<(usize, usize)> = added
-        .iter()
-        .enumerate()
-        .flat_map(|(p, cs)| (0..cs.len()).map(move |k| (p, k)))
-        .collect();
-    let single = added.len() == 1;
-    let site = |slot: usize, pos: usize| KeySite::Row {
-        file: file.to_string(),
-        row: single.then(|| first_rows[slots[slot].1] + pos as u64 + 1),
-    };
-    let built: Vec<Vec<Index>> = slots
-        .par_iter()
-        .enumerate()
-        .map(|(slot, &(p, k))| {
-            let batch = &added[p][k];
-            indexes.build(slot as u32, batch).map_err(|e| match e {
-                BufferKeyError::Null { index, row, column } => {
-                    indexes.null_error(def, index, column, site(slot, row))
-                }
-                BufferKeyError::Key { index, error } => indexes.key_error(index, error),
-                BufferKeyError::Duplicate {
-                    index,
-                    first,
-                    second,
-                } => indexes.duplicate_error(
-                    def,
-                    index,
-                    indexes.key_text(index, batch, second),
-                    site(slot, first),
-                    site(slot, second),
-                ),
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let mut parts: Vec<Vec<Index>> = vec![Vec::with_capacity(slots.len()); indexes.len()];
-    for per_chunk in built {
-        for (i, ix) in per_chunk.into_iter().enumerate() {
-            parts[i].push(ix);
-        }
-    }
-    let place = |slot: u32| {
-        let (p, k) = slots[slot as usize];
-        RowId {
-            partition: p as u32,
-            chunk: (base_chunks[p] + k) as u32,
-            row: 0,
-        }
-    };
-    indexes.merge(parts, &place).map_err(|(i, dup)| {
-        let locate = |e: EntryRef| match indexes.slot(i, e) {
-            Some(slot) => {
-                let (p, k) = slots[slot as usize];
-                (
-                    site(slot as usize, e.pos() as usize),
-                    (&added[p][k], e.pos() as usize),
-                )
-            }
-            None => (KeySite::Table, version_row(base, indexes.base_row(i, e))),
-        };
-        let (first, _) = locate(dup.first);
-        let (second, (batch, row)) = locate(dup.second);
-        let key = indexes.key_text(i, batch, row);
-        indexes.duplicate_error(def, i, key, first, second)
+        chunks: groups.len(),
     })
 }
 
@@ -436,39 +304,6 @@ fn truncate(s: &str) -> &str {
     }
 }
 
-/// `batch` split by the table's partitioning: one batch per partition, rows in input order.
-fn split_partitions(
-    batch: &RecordBatch,
-    partitioning: Partitioning,
-) -> Result<Vec<RecordBatch>, arrow::error::ArrowError> {
-    let Partitioning::Hash { column, count } = partitioning else {
-        return Ok(vec![batch.clone()]);
-    };
-    let mut ids = Vec::new();
-    partition_ids(batch.column(column), count, &mut ids);
-    // counting sort of row indices by partition
-    let mut starts = vec![0u32; count + 1];
-    for &p in &ids {
-        starts[p as usize + 1] += 1;
-    }
-    for p in 0..count {
-        starts[p + 1] += starts[p];
-    }
-    let mut order = vec![0u32; ids.len()];
-    let mut next = starts.clone();
-    for (row, &p) in ids.iter().enumerate() {
-        order[next[p as usize] as usize] = row as u32;
-        next[p as usize] += 1;
-    }
-    let order = UInt32Array::from(order);
-    (0..count)
-        .map(|p| {
-            let (a, b) = (starts[p] as usize, starts[p + 1] as usize);
-            take_record_batch(batch, &order.slice(a, b - a))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,14 +364,21 @@ mod tests {
             vec![Arc::new(Int64Array::from_iter_values(0..1000))],
         )
         .unwrap();
-        let parts = split_partitions(
+        let (parts, taken) = crate::partition::split_partitions(
             &batch,
-            Partitioning::Hash {
+            wireload_storage::Partitioning::Hash {
                 column: 0,
                 count: 4,
             },
+            true,
         )
         .unwrap();
+        // the batch row of every partition row
+        for (p, rows) in parts.iter().zip(taken.unwrap()) {
+            let v = p.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+            let from_rows: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+            assert_eq!(v.values().to_vec(), from_rows);
+        }
         assert_eq!(parts.len(), 4);
         let mut all: Vec<i64> = Vec::new();
         for p in &parts {

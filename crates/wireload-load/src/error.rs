@@ -170,6 +170,14 @@ pub enum LoadError {
         /// where the row is
         site: KeySite,
     },
+    /// The worker threads could not be started.
+    #[error("cannot start {threads} worker threads: {message}")]
+    Threads {
+        /// how many were asked for
+        threads: usize,
+        /// the system's error
+        message: String,
+    },
     /// The dialect or options are invalid.
     #[error("invalid load options: {0}")]
     Options(String),

@@ -1,6 +1,10 @@
-//! The Instant Loading pipeline: a CSV source is cut into chunks, rayon tasks scan and
-//! deserialize each chunk into partition buffers (Arrow arrays), the buffers are merged
-//! into a new table version, and that version is published in one atomic step.
+//! The load stages of wireload (Instant Loading): a source (a mapped file, bytes, or any
+//! reader streamed in blocks) is cut into windows of whole records; the CSV parse stage cuts a
+//! window into chunks that rayon tasks scan and deserialize into partition buffers (Arrow
+//! arrays) with their buffer indexes; the one append/publish stage ([`Appender`]) places the
+//! buffers, merges the indexes and publishes the new table version in one atomic step. Arrow
+//! and Parquet reloads ([`append_batches`]) and the GPU loader use the same append/publish
+//! stage; [`pool`] decides the threads every load runs on.
 //!
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
 #![deny(missing_docs)]
@@ -11,39 +15,68 @@ mod hints;
 mod indexing;
 mod merge;
 mod options;
+mod parse;
 mod partition;
 mod pipeline;
+mod pool;
+mod publish;
 mod source;
 mod task;
 
-pub use append::{append_batches, append_validated_batches};
+pub use append::append_batches;
 pub use error::{KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
-pub use pipeline::{data_start, default_chunk_size};
-pub use source::{Input, Source};
+pub use parse::default_chunk_size;
+pub use pipeline::data_start;
+pub use pool::{install, pool};
+pub use publish::{Appender, Sites, Unit};
+pub use source::{BLOCK_BYTES, Blocks, Input, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
 use wireload_csv::ScanConfig;
 use wireload_storage::Table;
 
 /// Loads `source` into `table` (appending to its rows) and publishes the new version.
-/// Runs on the current rayon pool, or on a pool of `opts.threads` threads when set.
+/// Runs on the current rayon pool, or on [`pool`]`(n)` when `opts.threads` is `Some(n)`.
 pub fn load_into(
     table: &Table,
     source: &Source,
     opts: &LoadOptions,
     ctl: &LoadControl,
 ) -> Result<LoadReport, LoadError> {
-    match opts.threads {
-        Some(n) if n != rayon::current_num_threads() => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n.max(1))
-                .build()
-                .map_err(|e| LoadError::Options(format!("cannot start {n} threads: {e}")))?;
-            pool.install(|| pipeline::load(table, source, opts, ctl))
-        }
-        _ => pipeline::load(table, source, opts, ctl),
-    }
+    install(opts.threads, || pipeline::load(table, source, opts, ctl))?
+}
+
+/// Parses the CSV records of `data` (whole records of a larger input, without header or
+/// BOM, starting `byte` bytes and `lines` line ends into it) on the current rayon pool and
+/// hands them to `appender` as units `first_unit..`; returns how many. Errors name
+/// positions in the whole input. For loaders that parse most of an input themselves (the
+/// GPU loader) and leave some ranges to the CPU.
+pub fn parse_records(
+    appender: &Appender<'_>,
+    dialect: &Dialect,
+    data: &[u8],
+    byte: u64,
+    lines: u64,
+    first_unit: usize,
+    ctl: &LoadControl,
+) -> Result<usize, LoadError> {
+    let opts = LoadOptions {
+        dialect: Dialect {
+            header: false,
+            ..dialect.clone()
+        },
+        ..LoadOptions::default()
+    };
+    let file = appender.file().to_string();
+    let sample = &data[..data.len().min(1 << 20)];
+    let parse = parse::CsvParse::new(appender.def(), &opts, file, sample)?;
+    let origin = parse::Origin {
+        byte,
+        lines,
+        whole: false,
+    };
+    parse.parse_window(data, 0, origin, first_unit, appender, ctl)
 }
 
 /// Builds the index `index` over the rows `table` holds now, in parallel, and publishes the
@@ -57,8 +90,8 @@ pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<
 /// Without a header, `column1..columnN` after the first record's field count.
 pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, LoadError> {
     let scan = ScanConfig::new(dialect, ScanMode::Safe).map_err(|e| LoadError::Options(e.0))?;
-    let input = source.open()?;
-    let data = input.bytes();
+    let input = source.open()?.into_bytes()?;
+    let data: &[u8] = &input;
     let file = source.name();
     let start = wireload_csv::skip_bom(data);
     let first = wireload_csv::reference::first_record(&scan, data, start).map_err(|e| {

@@ -40,7 +40,7 @@ pub struct LoadOptions {
     pub mode: ScanMode,
     /// Chunk size in bytes; `None` picks the default from the cache size and thread count.
     pub chunk_size: Option<usize>,
-    /// Worker threads; `None` uses the global rayon pool.
+    /// Worker threads; `None`: the caller's rayon pool (see [`crate::pool`]).
     pub threads: Option<usize>,
     /// How partition buffers are merged.
     pub merge: MergeStrategy,

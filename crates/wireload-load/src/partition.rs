@@ -1,10 +1,13 @@
 //! Hash partitioning: which partition a row belongs to, from its typed key value.
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
+use arrow::compute::take_record_batch;
 use arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
     Int64Type, TimeUnit, TimestampMicrosecondType,
 };
+use arrow::record_batch::RecordBatch;
+use wireload_storage::Partitioning;
 
 /// Mixes a 64-bit value into a well-spread hash.
 #[inline(always)]
@@ -124,4 +127,47 @@ mod tests {
         partition_ids(&a, 4, &mut p);
         assert_eq!((p[0], p[2]), (0, 0));
     }
+}
+
+/// `batch` split into the table's partitions (rows of each in batch order); with
+/// `track`, also the batch row of every partition row (None for a single partition, where
+/// they are the same).
+#[allow(clippy::type_complexity)]
+pub(crate) fn split_partitions(
+    batch: &RecordBatch,
+    partitioning: Partitioning,
+    track: bool,
+) -> Result<(Vec<RecordBatch>, Option<Vec<Vec<u32>>>), arrow::error::ArrowError> {
+    let Partitioning::Hash { column, count } = partitioning else {
+        return Ok((vec![batch.clone()], None));
+    };
+    let mut ids = Vec::new();
+    partition_ids(batch.column(column), count, &mut ids);
+    // counting sort of row indices by partition
+    let mut starts = vec![0u32; count + 1];
+    for &p in &ids {
+        starts[p as usize + 1] += 1;
+    }
+    for p in 0..count {
+        starts[p + 1] += starts[p];
+    }
+    let mut order = vec![0u32; ids.len()];
+    let mut next = starts.clone();
+    for (row, &p) in ids.iter().enumerate() {
+        order[next[p as usize] as usize] = row as u32;
+        next[p as usize] += 1;
+    }
+    let taken = track.then(|| {
+        (0..count)
+            .map(|p| order[starts[p] as usize..starts[p + 1] as usize].to_vec())
+            .collect()
+    });
+    let order = UInt32Array::from(order);
+    let parts = (0..count)
+        .map(|p| {
+            let (a, b) = (starts[p] as usize, starts[p + 1] as usize);
+            take_record_batch(batch, &order.slice(a, b - a))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((parts, taken))
 }

@@ -1,37 +1,96 @@
-//! Where a load reads from, and the bytes of an opened source.
+//! Where a load reads from: a file (memory-mapped, the fast path), bytes already in memory,
+//! or any reader (standard input, a socket, a decompressor), read as a stream of blocks so
+//! the input is never held whole.
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
 
 use crate::error::LoadError;
 
+/// A reader a [`Source`] streams from.
+type BoxedReader = Box<dyn Read + Send>;
+
 /// The input of a load.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Source {
     /// A file, memory-mapped.
     File(PathBuf),
-    /// Bytes already in memory (standard input, tests), with a name for error messages.
+    /// Bytes already in memory (tests, small inputs), with a name for error messages.
     Bytes {
         /// Shown in error messages in place of a file name.
         name: String,
         /// The CSV text.
         data: Arc<[u8]>,
     },
+    /// A stream (standard input, a socket, a decompressor), read once in blocks.
+    Reader {
+        /// Shown in error messages in place of a file name.
+        name: String,
+        /// The reader; taken by the first [`Source::open`].
+        reader: Arc<Mutex<Option<BoxedReader>>>,
+        /// Its length in bytes, when known (progress bars).
+        size: Option<u64>,
+        /// Bytes read per block.
+        block: usize,
+    },
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(p) => f.debug_tuple("File").field(p).finish(),
+            Source::Bytes { name, data } => f
+                .debug_struct("Bytes")
+                .field("name", name)
+                .field("len", &data.len())
+                .finish(),
+            Source::Reader {
+                name, size, block, ..
+            } => f
+                .debug_struct("Reader")
+                .field("name", name)
+                .field("size", size)
+                .field("block", block)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 impl Source {
+    /// A source that streams `reader` (read once, in blocks of [`BLOCK_BYTES`]), named
+    /// `name` in errors.
+    pub fn reader(name: impl Into<String>, reader: impl Read + Send + 'static) -> Self {
+        Self::reader_in_blocks(name, reader, BLOCK_BYTES)
+    }
+
+    /// A source that streams `reader` in blocks of `block` bytes (at least one).
+    pub fn reader_in_blocks(
+        name: impl Into<String>,
+        reader: impl Read + Send + 'static,
+        block: usize,
+    ) -> Self {
+        Source::Reader {
+            name: name.into(),
+            reader: Arc::new(Mutex::new(Some(Box::new(reader)))),
+            size: None,
+            block: block.max(1),
+        }
+    }
+
     /// The name errors use: the path or the given name.
     pub fn name(&self) -> String {
         match self {
             Source::File(p) => p.display().to_string(),
-            Source::Bytes { name, .. } => name.clone(),
+            Source::Bytes { name, .. } | Source::Reader { name, .. } => name.clone(),
         }
     }
 
-    /// Opens the source for reading: a file is memory-mapped, bytes are shared.
+    /// Opens the source: a file is memory-mapped, bytes are shared, a reader is streamed.
     pub fn open(&self) -> Result<Input, LoadError> {
         match self {
-            Source::Bytes { data, .. } => Ok(Input(Bytes::Shared(Arc::clone(data)))),
+            Source::Bytes { data, .. } => Ok(Input::Whole(Whole::Shared(Arc::clone(data)))),
             Source::File(path) => {
                 let io = |source| LoadError::Io {
                     path: path.display().to_string(),
@@ -42,8 +101,17 @@ impl Source {
                 if meta.is_dir() {
                     return Err(io(std::io::Error::other("is a directory")));
                 }
+                if !meta.is_file() {
+                    // a pipe or a device: stream it
+                    return Ok(Input::Stream(Blocks::new(
+                        self.name(),
+                        Box::new(file),
+                        None,
+                        BLOCK_BYTES,
+                    )));
+                }
                 if meta.len() == 0 {
-                    return Ok(Input(Bytes::Shared(Arc::from(Vec::new()))));
+                    return Ok(Input::Whole(Whole::Shared(Arc::from(Vec::new()))));
                 }
                 // SAFETY: the map is read-only and private to this load; wireload never writes
                 // the file. Another process truncating it while we read is outside what a
@@ -55,26 +123,163 @@ impl Source {
                     let _ = map.advise(memmap2::Advice::Sequential);
                     let _ = map.advise(memmap2::Advice::WillNeed);
                 }
-                Ok(Input(Bytes::Mapped(map)))
+                Ok(Input::Whole(Whole::Mapped(map)))
+            }
+            Source::Reader {
+                name,
+                reader,
+                size,
+                block,
+            } => {
+                let reader = reader
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .ok_or_else(|| LoadError::Io {
+                        path: name.clone(),
+                        source: std::io::Error::other("the stream was read already"),
+                    })?;
+                Ok(Input::Stream(Blocks::new(
+                    name.clone(),
+                    reader,
+                    *size,
+                    *block,
+                )))
             }
         }
     }
 }
 
-/// The bytes of an opened source (kept mapped or shared while this lives).
-pub struct Input(Bytes);
-
-enum Bytes {
-    Mapped(memmap2::Mmap),
-    Shared(Arc<[u8]>),
+/// An opened source: all of it in memory (mapped or shared), or a stream of blocks.
+pub enum Input {
+    /// The whole input, addressable at once (the fast path).
+    Whole(Whole),
+    /// Blocks read one after another.
+    Stream(Blocks),
 }
 
 impl Input {
-    /// The whole input.
+    /// The whole input, when it is addressable at once.
+    pub fn whole(&self) -> Option<&[u8]> {
+        match self {
+            Input::Whole(w) => Some(w.bytes()),
+            Input::Stream(_) => None,
+        }
+    }
+
+    /// Reads everything into memory (for callers that need the input whole, such as the
+    /// header of a stream).
+    pub fn into_bytes(self) -> Result<Arc<[u8]>, LoadError> {
+        match self {
+            Input::Whole(Whole::Shared(b)) => Ok(b),
+            Input::Whole(w) => Ok(Arc::from(w.bytes())),
+            Input::Stream(mut blocks) => {
+                let mut all = Vec::new();
+                while let Some(block) = blocks.next_block()? {
+                    all.extend_from_slice(&block);
+                }
+                Ok(Arc::from(all))
+            }
+        }
+    }
+}
+
+/// Bytes held whole.
+pub enum Whole {
+    /// A memory-mapped file.
+    Mapped(memmap2::Mmap),
+    /// Shared bytes.
+    Shared(Arc<[u8]>),
+}
+
+impl Whole {
+    /// The bytes.
     pub fn bytes(&self) -> &[u8] {
-        match &self.0 {
-            Bytes::Mapped(m) => m,
-            Bytes::Shared(b) => b,
+        match self {
+            Whole::Mapped(m) => m,
+            Whole::Shared(b) => b,
+        }
+    }
+}
+
+/// Bytes read per block of a stream.
+pub const BLOCK_BYTES: usize = 16 << 20;
+
+/// A stream read in blocks by a thread of its own, one block ahead of the load.
+pub struct Blocks {
+    name: String,
+    size: Option<u64>,
+    block: usize,
+    blocks: Receiver<std::io::Result<Vec<u8>>>,
+    done: bool,
+}
+
+impl Blocks {
+    fn new(name: String, mut reader: BoxedReader, size: Option<u64>, block: usize) -> Self {
+        // one block in the channel, one being read: the reader stays a block ahead
+        let (tx, blocks) = sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name("wireload-read".into())
+            .spawn(move || {
+                loop {
+                    let mut bytes = Vec::with_capacity(block);
+                    let read = (&mut reader).take(block as u64).read_to_end(&mut bytes);
+                    let end = matches!(read, Ok(0)) || read.is_err();
+                    let item = read.map(|_| bytes);
+                    if tx.send(item).is_err() || end {
+                        return;
+                    }
+                }
+            });
+        let (blocks, done) = match spawned {
+            Ok(_) => (blocks, false),
+            Err(e) => {
+                let (tx, rx) = sync_channel(1);
+                let _ = tx.send(Err(e));
+                (rx, false)
+            }
+        };
+        Blocks {
+            name,
+            size,
+            block,
+            blocks,
+            done,
+        }
+    }
+
+    /// The stream's length, when known.
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
+    /// Bytes per block.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    /// The next block; None at the end of the stream.
+    pub fn next_block(&mut self) -> Result<Option<Vec<u8>>, LoadError> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.blocks.recv() {
+            Ok(Ok(block)) if block.is_empty() => {
+                self.done = true;
+                Ok(None)
+            }
+            Ok(Ok(block)) => Ok(Some(block)),
+            Ok(Err(source)) => {
+                self.done = true;
+                Err(LoadError::Io {
+                    path: self.name.clone(),
+                    source,
+                })
+            }
+            Err(_) => {
+                self.done = true;
+                Ok(None)
+            }
         }
     }
 }

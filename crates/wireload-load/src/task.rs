@@ -6,30 +6,16 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
-use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start, line_of};
-use wireload_index::Index;
+use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start, line_ends};
 use wireload_types::{ColumnBuilder, Field};
 
-use crate::error::{KeySite, LoadError};
-use crate::indexing::BufferKeyError;
+use crate::error::LoadError;
+use crate::parse::LoadCtx;
 use crate::partition::partition_ids;
-use crate::pipeline::LoadCtx;
+use crate::publish::{Sites, Unit};
 
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;
-
-/// What a task hands to the merge: one buffer per partition (None when it got no rows),
-/// and the buffer indexes of every table index.
-pub(crate) struct TaskOutput {
-    pub buffers: Vec<Option<RecordBatch>>,
-    pub rows: u64,
-    /// rows of each partition buffer
-    pub part_rows: Vec<usize>,
-    /// `indexes[i]`: buffer indexes of table index `i` (one per non-empty buffer)
-    pub indexes: Vec<Vec<Index>>,
-    /// with unique indexes: each buffer row's record start, relative to the chunk start
-    pub row_starts: Vec<Vec<u32>>,
-}
 
 /// Why a task stopped without output.
 pub(crate) enum TaskFailure {
@@ -45,13 +31,14 @@ impl From<LoadError> for TaskFailure {
     }
 }
 
-/// Runs the task of chunk `index`.
+/// Runs the task of chunk `index` of the window, which becomes unit `unit` of the load.
 pub(crate) fn run(
     ctx: &LoadCtx<'_>,
     index: usize,
+    unit: usize,
     range: Range<usize>,
     state: QuoteState,
-) -> Result<TaskOutput, TaskFailure> {
+) -> Result<Unit, TaskFailure> {
     let data = ctx.data;
     let start = if index == 0 {
         range.start
@@ -61,13 +48,9 @@ pub(crate) fn run(
     let nparts = ctx.partitions;
     if start >= range.end {
         ctx.ctl.bytes_done.fetch_add(range.len() as u64, Relaxed);
-        return Ok(TaskOutput {
-            buffers: vec![None; nparts],
-            rows: 0,
-            part_rows: vec![0; nparts],
-            indexes: vec![Vec::new(); ctx.indexes.len()],
-            row_starts: vec![Vec::new(); nparts],
-        });
+        return Ok(ctx
+            .appender
+            .unit(unit, vec![None; nparts], Sites::None, None)?);
     }
     let ncols = ctx.columns.len();
     let sizing = ctx.hints.sizing(range.len());
@@ -90,8 +73,17 @@ pub(crate) fn run(
     let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
     let mut batch = FieldBatch::new(ncols);
     let mut part_rows = vec![0usize; nparts];
-    let track_rows = ctx.indexes.any_unique();
+    let track_rows = ctx.appender.wants_sites();
+    // a streamed input is gone when keys are merged: count the rows' lines now
+    let track_lines = track_rows && !ctx.origin.whole;
     let mut row_starts: Vec<Vec<u32>> = vec![Vec::new(); nparts];
+    let mut row_lines: Vec<Vec<u32>> = vec![Vec::new(); nparts];
+    let (mut line_pos, mut line_count) = (range.start, 0u64);
+    let mut line_of_row = |at: usize| -> u32 {
+        line_count += line_ends(data, line_pos..at);
+        line_pos = at;
+        line_count as u32
+    };
     let mut pids: Vec<u32> = Vec::new();
     let mut order: Vec<u32> = Vec::new();
     let mut bounds: Vec<usize> = Vec::new();
@@ -134,6 +126,9 @@ pub(crate) fn run(
             if track_rows {
                 row_starts[0].extend((0..rows).map(|r| (batch.row_start(r) - range.start) as u32));
             }
+            if track_lines {
+                row_lines[0].extend((0..rows).map(|r| line_of_row(batch.row_start(r))));
+            }
         } else {
             let key = ctx.key_column.expect("partitioned table has a key");
             let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
@@ -141,6 +136,12 @@ pub(crate) fn run(
                 .map_err(|e| earliest_error(ctx, &batch, e.index, key, e.error))?;
             let key_array: ArrayRef = kb.finish();
             partition_ids(&key_array, nparts, &mut pids);
+            if track_lines {
+                for (r, &p) in pids.iter().enumerate() {
+                    let line = line_of_row(batch.row_start(r));
+                    row_lines[p as usize].push(line);
+                }
+            }
             group_rows(&pids, nparts, &mut order, &mut bounds);
             for p in 0..nparts {
                 let rows_p = &order[bounds[p]..bounds[p + 1]];
@@ -197,50 +198,17 @@ pub(crate) fn run(
             })
         })
         .collect();
-    // the buffer indexes: keys of each partition buffer, one segment per buffer
-    let mut indexes: Vec<Vec<Index>> = vec![Vec::new(); ctx.indexes.len()];
-    for (p, buf) in buffers.iter().enumerate() {
-        let Some(batch) = buf else { continue };
-        let slot = (index * nparts + p) as u32;
-        let built = ctx.indexes.build(slot, batch).map_err(|e| {
-            let site = |row: usize| {
-                let byte = range.start + row_starts[p].get(row).copied().unwrap_or(0) as usize;
-                KeySite::Line {
-                    file: ctx.file.clone(),
-                    line: line_of(data, byte),
-                    byte: byte as u64,
-                }
-            };
-            let def = ctx.def;
-            match e {
-                BufferKeyError::Null { index, row, column } => {
-                    ctx.indexes.null_error(def, index, column, site(row))
-                }
-                BufferKeyError::Key { index, error } => ctx.indexes.key_error(index, error),
-                BufferKeyError::Duplicate {
-                    index,
-                    first,
-                    second,
-                } => ctx.indexes.duplicate_error(
-                    def,
-                    index,
-                    ctx.indexes.key_text(index, batch, second),
-                    site(first),
-                    site(second),
-                ),
-            }
-        })?;
-        for (i, ix) in built.into_iter().enumerate() {
-            indexes[i].push(ix);
+    let sites = if track_rows {
+        Sites::Chunk {
+            start: ctx.origin.byte + range.start as u64,
+            offsets: row_starts,
+            lines: track_lines.then(|| (ctx.origin.lines + ctx.chunk_lines[index], row_lines)),
         }
-    }
-    Ok(TaskOutput {
-        buffers,
-        rows: part_rows.iter().sum::<usize>() as u64,
-        part_rows,
-        indexes,
-        row_starts,
-    })
+    } else {
+        Sites::None
+    };
+    // the buffer indexes: keys of each partition buffer, one segment per buffer
+    Ok(ctx.appender.unit(unit, buffers, sites, ctx.whole_input())?)
 }
 
 /// The error of the first invalid field in input order (row by row, then column by column),

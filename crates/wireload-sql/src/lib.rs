@@ -132,7 +132,6 @@ pub struct Database {
     catalog: Arc<Catalog>,
     schema: Arc<CatalogSchema>,
     ctx: SessionContext,
-    pool: Arc<rayon::ThreadPool>,
     threads: usize,
 }
 
@@ -152,18 +151,12 @@ impl Database {
             .threads
             .filter(|&n| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("wireload-load-{i}"))
-            .build()
-            .expect("cannot start the load thread pool");
         let catalog = Arc::new(Catalog::default());
         let (ctx, schema) = wireload_query::new_session(Arc::clone(&catalog), threads);
         Database {
             catalog,
             schema,
             ctx,
-            pool: Arc::new(pool),
             threads,
         }
     }
@@ -290,21 +283,15 @@ impl Database {
         .await
     }
 
-    /// Runs `work` on the load thread pool (or a pool of `threads`), off the async runtime.
+    /// Runs `work` on the database's load threads (or `threads` of them), off the async
+    /// runtime.
     async fn run_blocking<T: Send + 'static>(
         &self,
         threads: Option<usize>,
         work: impl FnOnce() -> Result<T, SqlError> + Send + 'static,
     ) -> Result<T, SqlError> {
-        let pool = match threads {
-            Some(n) if n != self.threads => Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .build()
-                    .map_err(|e| SqlError::Resources(format!("cannot start {n} threads: {e}")))?,
-            ),
-            _ => Arc::clone(&self.pool),
-        };
+        let n = threads.unwrap_or(self.threads);
+        let pool = wireload_load::pool(n).map_err(|e| SqlError::Resources(e.to_string()))?;
         let work = move || pool.install(work);
         match tokio::runtime::Handle::try_current() {
             Ok(_) => match tokio::task::spawn_blocking(work).await {

@@ -1,0 +1,304 @@
+//! The CSV parse stage: a window of the input (whole records; the whole input when it is
+//! mapped) is cut into chunks, and chunk tasks run in parallel on the rayon pool, each
+//! turning the records that start in its chunk into partition buffers and buffer indexes (a
+//! [`Unit`]) for the append/publish stage. Positions in errors are those of the whole input:
+//! a window knows its byte offset and the line ends before it.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use arrow::datatypes::SchemaRef;
+use rayon::prelude::*;
+use wireload_csv::{
+    FieldBatch, ScanConfig, ScanError, ScanErrorKind, chunk_ranges, chunk_start_states, line_ends,
+    line_of,
+};
+use wireload_storage::{Partitioning, TableDef};
+use wireload_types::{ColumnDef, ValueError};
+
+use crate::error::{LoadError, Position};
+use crate::hints::Hints;
+use crate::options::{LoadControl, LoadOptions};
+use crate::publish::{Appender, Unit};
+use crate::task::{self, TaskFailure};
+
+/// Longest piece of offending text quoted in an error message.
+pub(crate) const SNIPPET: usize = 60;
+
+/// Where a window lies in the whole input.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Origin {
+    /// byte offset of the window's first byte
+    pub byte: u64,
+    /// line ends before the window
+    pub lines: u64,
+    /// the window is the whole input (kept until the load publishes)
+    pub whole: bool,
+}
+
+/// Everything a chunk task reads.
+pub(crate) struct LoadCtx<'a> {
+    /// the window: whole records
+    pub data: &'a [u8],
+    /// where the window lies in the input
+    pub origin: Origin,
+    /// for a streamed input with unique keys: line ends before each chunk, from the window
+    /// start (the tasks count lines of their records from there)
+    pub chunk_lines: Vec<u64>,
+    pub file: String,
+    pub scan: ScanConfig,
+    pub columns: &'a [ColumnDef],
+    pub schema: SchemaRef,
+    pub null: Vec<u8>,
+    pub partitions: usize,
+    pub key_column: Option<usize>,
+    pub hints: &'a Hints,
+    /// delimiter, quote and escape are ASCII, so fields never split a UTF-8 character
+    pub ascii_specials: bool,
+    pub ctl: &'a LoadControl,
+    /// lowest index of a chunk that failed (usize::MAX: none)
+    pub failed: AtomicUsize,
+    /// where the tasks hand their units
+    pub appender: &'a Appender<'a>,
+}
+
+impl LoadCtx<'_> {
+    fn position(&self, byte: usize, column: usize) -> Box<Position> {
+        Box::new(Position {
+            file: self.file.clone(),
+            line: self.origin.lines + line_of(self.data, byte),
+            column,
+            column_name: column
+                .checked_sub(1)
+                .and_then(|c| self.columns.get(c))
+                .map(|c| c.name.clone()),
+            byte: self.origin.byte + byte as u64,
+        })
+    }
+
+    /// The whole input, when the window is it (to name rows by line later).
+    pub(crate) fn whole_input(&self) -> Option<&[u8]> {
+        self.origin.whole.then_some(self.data)
+    }
+
+    fn snippet(&self, from: usize) -> String {
+        let from = from.min(self.data.len());
+        let rest = &self.data[from..(from + SNIPPET).min(self.data.len())];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .unwrap_or(rest.len());
+        String::from_utf8_lossy(&rest[..end]).into_owned()
+    }
+
+    /// The load error for a structural error.
+    #[cold]
+    pub(crate) fn scan_error(&self, e: ScanError) -> LoadError {
+        let pos = self.position(e.at, e.field);
+        if e.kind == ScanErrorKind::QuotedRecordDelimiter {
+            return LoadError::QuotedNewlineInFastMode { pos };
+        }
+        let text = match e.kind {
+            ScanErrorKind::FieldCount { .. } => self.snippet(e.record_start),
+            _ => self.snippet(e.at),
+        };
+        LoadError::Syntax {
+            pos,
+            message: e.kind.to_string(),
+            text,
+            expected: e.expected(),
+        }
+    }
+
+    /// The load error for an invalid value in field `col` of record `row` of `batch`.
+    #[cold]
+    pub(crate) fn value_error(
+        &self,
+        batch: &FieldBatch,
+        row: usize,
+        col: usize,
+        error: ValueError,
+    ) -> LoadError {
+        let (bytes, _) = batch.field(self.data, row, col);
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        if text.chars().count() > SNIPPET {
+            text = text.chars().take(SNIPPET).collect::<String>() + "...";
+        }
+        let expected = error.expected();
+        LoadError::Value {
+            pos: self.position(batch.field_offset(row, col), col + 1),
+            error,
+            text,
+            expected,
+        }
+    }
+}
+
+/// Default chunk size: a quarter of the L3 share of one thread (the paper's rule),
+/// between 1 and 4 MiB (a VM may report a whole socket's L3; `cargo bench --bench load`
+/// sweeps chunk sizes).
+pub fn default_chunk_size(threads: usize) -> usize {
+    let l3 = l3_bytes().unwrap_or(32 << 20);
+    (l3 / threads.max(1) / 4).clamp(1 << 20, 4 << 20)
+}
+
+fn l3_bytes() -> Option<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size").ok()?;
+    let t = text.trim();
+    let (num, mult) = match t.strip_suffix('K') {
+        Some(n) => (n, 1 << 10),
+        None => match t.strip_suffix('M') {
+            Some(n) => (n, 1 << 20),
+            None => (t, 1),
+        },
+    };
+    num.parse::<usize>().ok().map(|n| n * mult)
+}
+
+/// How a load parses CSV: everything but the window, fixed for the whole load.
+pub(crate) struct CsvParse<'a> {
+    pub file: String,
+    pub scan: ScanConfig,
+    pub opts: &'a LoadOptions,
+    pub def: &'a TableDef,
+    pub schema: SchemaRef,
+    pub partitions: usize,
+    pub key_column: Option<usize>,
+    pub hints: Hints,
+    pub ascii_specials: bool,
+    pub chunk_size: usize,
+}
+
+impl<'a> CsvParse<'a> {
+    /// The parse of loads into `def` with `opts`; `sample` seeds the allocation hints.
+    pub(crate) fn new(
+        def: &'a TableDef,
+        opts: &'a LoadOptions,
+        file: String,
+        sample: &[u8],
+    ) -> Result<Self, LoadError> {
+        let scan =
+            ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
+        let (partitions, key_column) = match def.partitioning {
+            Partitioning::Single => (1, None),
+            Partitioning::Hash { column, count } => (count, Some(column)),
+        };
+        let threads = rayon::current_num_threads();
+        let chunk_size = opts
+            .chunk_size
+            .unwrap_or_else(|| default_chunk_size(threads))
+            // buffer row offsets are 32-bit, and bigger chunks gain nothing
+            .clamp(1, 1 << 30);
+        Ok(CsvParse {
+            file,
+            scan,
+            opts,
+            def,
+            schema: def.arrow_schema.clone(),
+            partitions,
+            key_column,
+            hints: Hints::new(sample, def.schema.columns.len(), partitions),
+            ascii_specials: [
+                Some(opts.dialect.delimiter),
+                opts.dialect.quote,
+                opts.dialect.escape,
+            ]
+            .iter()
+            .flatten()
+            .all(|b| b.is_ascii()),
+            chunk_size,
+        })
+    }
+
+    /// The chunks of `data[start..]` and the quote state each starts in.
+    pub(crate) fn chunks(
+        &self,
+        data: &[u8],
+        start: usize,
+    ) -> (Vec<std::ops::Range<usize>>, Vec<wireload_csv::QuoteState>) {
+        let chunks = chunk_ranges(start, data.len(), self.chunk_size);
+        let states = chunk_start_states(data, &chunks, &self.scan, self.opts.mode);
+        (chunks, states)
+    }
+
+    /// Parses the records of `data[start..]` (whole records; `origin` says where `data` lies
+    /// in the input) on the current rayon pool, handing unit `first_unit + i` of chunk `i`
+    /// to `appender`; returns the number of units.
+    pub(crate) fn parse_window(
+        &self,
+        data: &[u8],
+        start: usize,
+        origin: Origin,
+        first_unit: usize,
+        appender: &Appender<'_>,
+        ctl: &LoadControl,
+    ) -> Result<usize, LoadError> {
+        let (chunks, states) = self.chunks(data, start);
+        // a streamed input loses each window: rows of unique keys need their lines now
+        let chunk_lines = if !origin.whole && appender.wants_sites() {
+            let counts: Vec<u64> = chunks
+                .par_iter()
+                .map(|r| line_ends(data, r.clone()))
+                .collect();
+            let mut before = line_ends(data, 0..start);
+            counts
+                .iter()
+                .map(|c| {
+                    let b = before;
+                    before += c;
+                    b
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let ctx = LoadCtx {
+            data,
+            origin,
+            chunk_lines,
+            file: self.file.clone(),
+            scan: self.scan.clone(),
+            columns: &self.def.schema.columns,
+            schema: self.schema.clone(),
+            null: self.opts.dialect.null.clone(),
+            partitions: self.partitions,
+            key_column: self.key_column,
+            hints: &self.hints,
+            ascii_specials: self.ascii_specials,
+            ctl,
+            failed: AtomicUsize::new(usize::MAX),
+            appender,
+        };
+        let results: Vec<Result<(), TaskFailure>> = chunks
+            .par_iter()
+            .zip(states.par_iter())
+            .enumerate()
+            .map(|(i, (range, &state))| {
+                let r = task::run(&ctx, i, first_unit + i, range.clone(), state)
+                    .map(|unit: Unit| appender.accept(first_unit + i, unit));
+                if r.is_err() {
+                    ctx.failed.fetch_min(i, Relaxed);
+                }
+                r
+            })
+            .collect();
+        for r in results {
+            match r {
+                Ok(()) => {}
+                Err(TaskFailure::Error(e)) => return Err(e),
+                Err(TaskFailure::Abandoned) => {
+                    return Err(if ctl.cancel.load(Relaxed) {
+                        LoadError::Cancelled
+                    } else {
+                        LoadError::Options(
+                            "internal: a chunk was abandoned although none failed".into(),
+                        )
+                    });
+                }
+            }
+        }
+        if ctl.cancel.load(Relaxed) {
+            return Err(LoadError::Cancelled);
+        }
+        Ok(chunks.len())
+    }
+}

@@ -1,0 +1,45 @@
+//! The one place that decides which threads a load runs on: a rayon pool per thread count,
+//! started once per process and kept.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::ThreadPool;
+
+use crate::error::LoadError;
+
+/// The pool of `threads` worker threads (at least one), started on first use.
+pub fn pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    let threads = threads.max(1);
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pools.get(&threads) {
+        return Ok(Arc::clone(p));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("wireload-{threads}t-{i}"))
+        .build()
+        .map_err(|e| LoadError::Threads {
+            threads,
+            message: e.to_string(),
+        })?;
+    let pool = Arc::new(pool);
+    pools.insert(threads, Arc::clone(&pool));
+    Ok(pool)
+}
+
+/// Runs `work` on `threads` worker threads: on the current rayon pool when `threads` is
+/// None or its size, else on [`pool`]`(threads)`.
+pub fn install<T: Send>(
+    threads: Option<usize>,
+    work: impl FnOnce() -> T + Send,
+) -> Result<T, LoadError> {
+    match threads {
+        Some(n) if n.max(1) != rayon::current_num_threads() => Ok(pool(n)?.install(work)),
+        _ => Ok(work()),
+    }
+}
