@@ -89,7 +89,7 @@ fn parse_table_arg(s: &str) -> Result<TableArg, String> {
 /// Flags of `wireload sql`.
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// Load the CSV file PATH into a new table NAME (repeatable).
+    /// Load the CSV file PATH into a new table NAME (repeatable); PATH `-` streams standard input.
     #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg, required = true)]
     pub tables: Vec<TableArg>,
     /// Column definitions, e.g. "id INT, name VARCHAR, d DATE": one for every table, or one per --table in order.

@@ -97,6 +97,9 @@ fn definitions(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableDef>> {
             .tables
             .iter()
             .map(|t| {
+                if t.path.as_os_str() == "-" {
+                    bail!("--all-varchar needs a file to read the header from, not standard input");
+                }
                 let names = wireload_load::header_names(&Source::File(t.path.clone()), dialect)?;
                 let columns = unique_column_names(&names)
                     .into_iter()
@@ -178,12 +181,13 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         engine
             .create_table(def)
             .with_context(|| format!("cannot create table {}", table.name))?;
-        let report = engine.load(
-            &name,
-            Source::File(table.path.clone()),
-            options.clone(),
-            loader,
-        )?;
+        let source = if table.path.as_os_str() == "-" {
+            // standard input, streamed: never held whole
+            Source::reader("<stdin>", std::io::stdin())
+        } else {
+            Source::File(table.path.clone())
+        };
+        let report = engine.load(&name, source, options.clone(), loader)?;
         printer.summary(&report)?;
     }
     let mut last = None;

@@ -527,6 +527,50 @@ fn script_with_a_syntax_error_runs_nothing() {
     assert!(!err.contains("loaded"), "nothing ran: {err}");
 }
 
+/// Standard input is streamed into a table: `--table t=-`, and `COPY ... FROM '/dev/stdin'`
+/// in a script (a pipe is streamed, never mapped).
+#[test]
+fn loads_stream_standard_input() {
+    let dir = TempDir::new().unwrap();
+    let text: String = (0..100_000).map(|i| format!("{i},\"n\n{i}\"\n")).collect();
+    let mut child = wireload()
+        .args(["sql", "--table", "t=-", "--schema", "a INT, s TEXT", "--format", "csv"])
+        .arg("SELECT count(*) AS n, sum(a) AS s, min(s) AS m FROM t")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = text.clone();
+    let writer = std::thread::spawn(move || stdin.write_all(feed.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n,s,m\n100000,4999950000,\"n\n0\"\n");
+    assert!(stderr(&out).contains("loaded 100000 rows into t"), "{}", stderr(&out));
+
+    let path = file(
+        &dir,
+        "load.sql",
+        "CREATE TABLE t (a INT, s TEXT);\nCOPY t FROM '/dev/stdin';\nSELECT count(*) FROM t;\n",
+    );
+    let mut child = wireload()
+        .arg("-f")
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("100000"), "{}", stdout(&out));
+}
+
 #[test]
 fn gen_tpch_writes_eight_tables() {
     let dir = TempDir::new().unwrap();
