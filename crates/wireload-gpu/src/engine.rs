@@ -356,7 +356,7 @@ pub fn load_with<R: Runner>(
                         len: r.range.len() as u64,
                         lines_before,
                         records: vec![(0..batch.num_rows() as u32).collect()],
-                        scan: scan.clone(),
+                        scan,
                         columns: columns.len(),
                     }
                 } else {

@@ -256,7 +256,7 @@ impl<'a> CsvParse<'a> {
             origin,
             chunk_lines,
             file: self.file.clone(),
-            scan: self.scan.clone(),
+            scan: self.scan,
             columns: &self.def.schema.columns,
             schema: self.schema.clone(),
             null: self.opts.dialect.null.clone(),

@@ -97,38 +97,6 @@ fn canonical_f64(v: f64) -> u64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use arrow::array::{Int32Array, Int64Array, StringArray};
-
-    use super::*;
-
-    #[test]
-    fn equal_values_share_a_partition_across_widths_and_spread_evenly() {
-        let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..10_000));
-        let b: ArrayRef = Arc::new(Int64Array::from_iter_values(0..10_000));
-        let (mut pa, mut pb) = (Vec::new(), Vec::new());
-        partition_ids(&a, 8, &mut pa);
-        partition_ids(&b, 8, &mut pb);
-        assert_eq!(pa, pb);
-        let mut counts = [0usize; 8];
-        for p in pa {
-            counts[p as usize] += 1;
-        }
-        assert!(counts.iter().all(|&c| c > 1000 && c < 1500), "{counts:?}");
-    }
-
-    #[test]
-    fn null_keys_go_to_partition_zero() {
-        let a: ArrayRef = Arc::new(StringArray::from(vec![None, Some("x"), None]));
-        let mut p = Vec::new();
-        partition_ids(&a, 4, &mut p);
-        assert_eq!((p[0], p[2]), (0, 0));
-    }
-}
-
 /// `batch` split into the table's partitions (rows of each in batch order); with
 /// `track`, also the batch row of every partition row (None for a single partition, where
 /// they are the same).
@@ -170,4 +138,36 @@ pub(crate) fn split_partitions(
         })
         .collect::<Result<_, _>>()?;
     Ok((parts, taken))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int32Array, Int64Array, StringArray};
+
+    use super::*;
+
+    #[test]
+    fn equal_values_share_a_partition_across_widths_and_spread_evenly() {
+        let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..10_000));
+        let b: ArrayRef = Arc::new(Int64Array::from_iter_values(0..10_000));
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        partition_ids(&a, 8, &mut pa);
+        partition_ids(&b, 8, &mut pb);
+        assert_eq!(pa, pb);
+        let mut counts = [0usize; 8];
+        for p in pa {
+            counts[p as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 1000 && c < 1500), "{counts:?}");
+    }
+
+    #[test]
+    fn null_keys_go_to_partition_zero() {
+        let a: ArrayRef = Arc::new(StringArray::from(vec![None, Some("x"), None]));
+        let mut p = Vec::new();
+        partition_ids(&a, 4, &mut p);
+        assert_eq!((p[0], p[2]), (0, 0));
+    }
 }

@@ -505,6 +505,10 @@ fn write_export(
     Ok((tables.len(), total_rows, total_bytes))
 }
 
+/// Turns a table's `CREATE TABLE` statement and its `CREATE INDEX` statements into the
+/// table's definition and its extra indexes (the SQL front end's job).
+pub type DefinitionParser = dyn Fn(&str, &[String]) -> Result<(TableDef, Vec<IndexDef>), String>;
+
 /// An export read from its directory, its table definitions not yet checked against a database.
 #[derive(Debug)]
 pub struct Export {
@@ -594,7 +598,7 @@ impl Export {
     /// turns a table's `CREATE TABLE` statement and its `CREATE INDEX` statements into them.
     pub fn resolve_sql(
         &mut self,
-        parse: &dyn Fn(&str, &[String]) -> Result<(TableDef, Vec<IndexDef>), String>,
+        parse: &DefinitionParser,
     ) -> Result<(), ExportError> {
         for t in self.tables.iter_mut().filter(|t| t.def.is_none()) {
             let def = parse(&t.manifest.create, &t.manifest.indexes).map_err(|message| {
