@@ -56,7 +56,7 @@ fn main() {
             (Arc::from(text.into_bytes()), rows)
         }
     };
-    let schema = wireload_sql::parse_columns(SCHEMA).unwrap();
+    let schema = wireload_types::sql::parse_columns(SCHEMA).unwrap();
     println!(
         "{source}: {:.1} MB, {rows} rows; default chunk size {} KiB",
         data.len() as f64 / 1e6,

@@ -10,7 +10,7 @@ use wireload_storage::{Catalog, Partitioning, TableDef};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = &args[1];
-    let schema = wireload_sql::parse_columns(&args[2]).expect("schema");
+    let schema = wireload_types::sql::parse_columns(&args[2]).expect("schema");
     let delimiter = args.get(3).map(|d| d.as_bytes()[0]).unwrap_or(b',');
     let threads = args.get(4).map(|t| t.parse().unwrap()).unwrap_or(2);
     let runs = args.get(5).map(|t| t.parse().unwrap()).unwrap_or(3);

@@ -52,7 +52,7 @@ fn random_csv(rng: &mut StdRng, rows: usize, crlf: bool) -> Vec<u8> {
 fn table(keyed: bool, partitioning: Partitioning) -> Arc<Table> {
     let mut def = TableDef::new(
         "t",
-        wireload_sql::parse_columns("id INT NOT NULL, s TEXT, n INT").unwrap(),
+        wireload_types::sql::parse_columns("id INT NOT NULL, s TEXT, n INT").unwrap(),
         partitioning,
     )
     .unwrap();

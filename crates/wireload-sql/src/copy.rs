@@ -18,7 +18,7 @@ use wireload_unload::parquet::ParquetCompression;
 use crate::ddl::table_name;
 use crate::error::SqlError;
 use crate::parse::{Statement, expected, is_word};
-use crate::types::ident_name;
+use wireload_types::sql::ident_name;
 
 /// A parsed `COPY ... FROM`.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
 
 use crate::error::SqlError;
-use crate::types::{column_def, ident_name};
+use wireload_types::sql::{column_def, ident_name};
 
 /// A parsed `CREATE TABLE`.
 #[derive(Debug, Clone)]

@@ -156,6 +156,18 @@ impl From<ParserError> for SqlError {
     }
 }
 
+impl From<wireload_types::sql::ColumnsError> for SqlError {
+    fn from(e: wireload_types::sql::ColumnsError) -> Self {
+        use wireload_types::sql::ColumnsError as C;
+        match e {
+            C::Syntax(e) => SqlError::Syntax(e),
+            C::NotSupported(m) => SqlError::NotSupported(m),
+            C::Invalid(m) => SqlError::InvalidOption(m),
+            e => SqlError::Internal(e.to_string()),
+        }
+    }
+}
+
 impl From<DataFusionError> for SqlError {
     fn from(e: DataFusionError) -> Self {
         match e {

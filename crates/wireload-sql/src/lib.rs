@@ -27,7 +27,6 @@ mod ddl;
 mod error;
 mod export;
 mod parse;
-mod types;
 mod unload;
 
 use std::path::{Path, PathBuf};
@@ -51,8 +50,8 @@ pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
-pub use types::{parse_columns, sql_type};
 pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
+pub use wireload_types::sql::{ColumnsError, parse_columns, sql_type};
 
 use crate::unload::BinaryFormat;
 

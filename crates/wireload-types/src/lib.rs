@@ -1,6 +1,7 @@
 //! SQL types and table schemas, validated text-to-value deserializers following
-//! PostgreSQL input semantics, and column builders that write Arrow buffers directly. (SQL
-//! text is parsed by `wireload-sql`; nothing here parses SQL.)
+//! PostgreSQL input semantics, and column builders that write Arrow buffers directly. With
+//! the `sql` feature, [`sql`] maps sqlparser's types and column lists to these (statements
+//! are parsed by `wireload-sql`).
 //!
 //! ```
 //! use wireload_types::{ColumnBuilder, Field, SqlType};
@@ -16,6 +17,8 @@ pub mod builder;
 pub mod deser;
 pub mod error;
 pub mod schema;
+#[cfg(feature = "sql")]
+pub mod sql;
 mod swar;
 pub mod ty;
 

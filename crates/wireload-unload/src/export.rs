@@ -596,10 +596,7 @@ impl Export {
 
     /// Gives the tables of a version 1 manifest (SQL text only) their definitions: `parse`
     /// turns a table's `CREATE TABLE` statement and its `CREATE INDEX` statements into them.
-    pub fn resolve_sql(
-        &mut self,
-        parse: &DefinitionParser,
-    ) -> Result<(), ExportError> {
+    pub fn resolve_sql(&mut self, parse: &DefinitionParser) -> Result<(), ExportError> {
         for t in self.tables.iter_mut().filter(|t| t.def.is_none()) {
             let def = parse(&t.manifest.create, &t.manifest.indexes).map_err(|message| {
                 ExportError::Definition {

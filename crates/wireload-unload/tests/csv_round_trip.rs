@@ -61,7 +61,7 @@ fn table(schema: &str) -> Arc<Table> {
     let catalog = Catalog::default();
     let def = TableDef::new(
         "t",
-        wireload_sql::parse_columns(schema).unwrap(),
+        wireload_types::sql::parse_columns(schema).unwrap(),
         Partitioning::Single,
     )
     .unwrap();
@@ -69,7 +69,9 @@ fn table(schema: &str) -> Arc<Table> {
 }
 
 fn arrow_schema(schema: &str) -> SchemaRef {
-    wireload_sql::parse_columns(schema).unwrap().arrow_schema()
+    wireload_types::sql::parse_columns(schema)
+        .unwrap()
+        .arrow_schema()
 }
 
 /// One random string of 0..5 pieces (at least one when `pieces` has no empty string).

@@ -534,7 +534,15 @@ fn loads_stream_standard_input() {
     let dir = TempDir::new().unwrap();
     let text: String = (0..100_000).map(|i| format!("{i},\"n\n{i}\"\n")).collect();
     let mut child = wireload()
-        .args(["sql", "--table", "t=-", "--schema", "a INT, s TEXT", "--format", "csv"])
+        .args([
+            "sql",
+            "--table",
+            "t=-",
+            "--schema",
+            "a INT, s TEXT",
+            "--format",
+            "csv",
+        ])
         .arg("SELECT count(*) AS n, sum(a) AS s, min(s) AS m FROM t")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -548,7 +556,11 @@ fn loads_stream_standard_input() {
     writer.join().unwrap().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "n,s,m\n100000,4999950000,\"n\n0\"\n");
-    assert!(stderr(&out).contains("loaded 100000 rows into t"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("loaded 100000 rows into t"),
+        "{}",
+        stderr(&out)
+    );
 
     let path = file(
         &dir,

@@ -14,7 +14,7 @@ pub fn table(schema: &str, partitioning: Partitioning) -> Arc<Table> {
     let catalog = Catalog::default();
     let def = TableDef::new(
         "t",
-        wireload_sql::parse_columns(schema).unwrap(),
+        wireload_types::sql::parse_columns(schema).unwrap(),
         partitioning,
     )
     .unwrap();

@@ -1,26 +1,41 @@
-//! SQL types and column lists from the parser's AST: `ast::DataType` to [`SqlType`], column
-//! definitions to [`ColumnDef`], and column-list text (`"id INT, name VARCHAR(10) NOT
-//! NULL"`, as `wireload sql --schema` takes it) parsed with the same parser.
+//! SQL types and column lists from sqlparser's AST (the `sql` feature): `ast::DataType` to
+//! [`SqlType`], column definitions to [`ColumnDef`], and column-list text (`"id INT, name
+//! VARCHAR(10) NOT NULL"`) parsed with sqlparser's PostgreSQL dialect, the parser of
+//! `wireload-sql`'s front end (which uses this module for every type it maps).
 
-use datafusion::sql::sqlparser::ast::{
+use sqlparser::ast::{
     self, CharacterLength, ColumnOption, DataType, ExactNumberInfo, TimezoneInfo,
 };
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_types::ty::{MAX_DECIMAL_PRECISION, MAX_STRING_LENGTH};
-use wireload_types::{ColumnDef, SqlType, TableSchema};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
 
-use crate::error::SqlError;
+use crate::schema::{ColumnDef, TableSchema};
+use crate::ty::{MAX_DECIMAL_PRECISION, MAX_STRING_LENGTH, SqlType};
+
+/// Why a type or a column list cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnsError {
+    /// The text is not valid SQL.
+    #[error("syntax error: {0}")]
+    Syntax(#[from] ParserError),
+    /// A type (or column option) wireload does not support.
+    #[error("{0}")]
+    NotSupported(String),
+    /// A column list that cannot be a table's (a name twice).
+    #[error("{0}")]
+    Invalid(String),
+}
 
 /// The wireload type of a SQL type as the parser read it.
-pub fn sql_type(t: &DataType) -> Result<SqlType, SqlError> {
-    let bad = |why: &str| SqlError::NotSupported(format!("type {t}: {why}"));
+pub fn sql_type(t: &DataType) -> Result<SqlType, ColumnsError> {
+    let bad = |why: &str| ColumnsError::NotSupported(format!("type {t}: {why}"));
     let no_width = |w: &Option<u64>, ty: SqlType| match w {
         None => Ok(ty),
         Some(_) => Err(bad("this type takes no modifiers")),
     };
-    let length = |len: &Option<CharacterLength>| -> Result<Option<u32>, SqlError> {
+    let length = |len: &Option<CharacterLength>| -> Result<Option<u32>, ColumnsError> {
         match len {
             None => Ok(None),
             Some(CharacterLength::IntegerLength { length, unit: None }) => {
@@ -114,10 +129,12 @@ pub fn ident_name(ident: &ast::Ident) -> String {
 /// options (constraints), which are the caller's.
 pub fn column_def(
     col: &ast::ColumnDef,
-) -> Result<(ColumnDef, Vec<&ast::ColumnOptionDef>), SqlError> {
+) -> Result<(ColumnDef, Vec<&ast::ColumnOptionDef>), ColumnsError> {
     let name = ident_name(&col.name);
     let ty = sql_type(&col.data_type).map_err(|e| match e {
-        SqlError::NotSupported(m) => SqlError::NotSupported(format!("column \"{name}\": {m}")),
+        ColumnsError::NotSupported(m) => {
+            ColumnsError::NotSupported(format!("column \"{name}\": {m}"))
+        }
         e => e,
     })?;
     let mut nullable = true;
@@ -133,28 +150,29 @@ pub fn column_def(
 }
 
 /// Parses a column list such as `id INT NOT NULL, name VARCHAR(10), "Odd name" DATE`.
-pub fn parse_columns(text: &str) -> Result<TableSchema, SqlError> {
+pub fn parse_columns(text: &str) -> Result<TableSchema, ColumnsError> {
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(text)?;
     let defs = p.parse_comma_separated(Parser::parse_column_def)?;
     let next = p.peek_token();
     if next.token != Token::EOF {
-        return Err(SqlError::Syntax(crate::parse::expected(
-            "a comma and the next column, or the end of the column list",
-            &next,
-        )));
+        return Err(ColumnsError::Syntax(ParserError::ParserError(format!(
+            "Expected: a comma and the next column, or the end of the column list, found: {} at \
+             Line: {}, Column: {}",
+            next.token, next.span.start.line, next.span.start.column
+        ))));
     }
     let mut columns = Vec::with_capacity(defs.len());
     for d in &defs {
         let (col, rest) = column_def(d)?;
         if let Some(opt) = rest.first() {
-            return Err(SqlError::NotSupported(format!(
+            return Err(ColumnsError::NotSupported(format!(
                 "column \"{}\": {} is not supported in a column list (NULL and NOT NULL are)",
                 col.name, opt.option
             )));
         }
         if columns.iter().any(|c: &ColumnDef| c.name == col.name) {
-            return Err(SqlError::InvalidOption(format!(
+            return Err(ColumnsError::Invalid(format!(
                 "column \"{}\" specified more than once",
                 col.name
             )));
@@ -168,7 +186,7 @@ pub fn parse_columns(text: &str) -> Result<TableSchema, SqlError> {
 mod tests {
     use super::*;
 
-    fn ty(text: &str) -> Result<SqlType, SqlError> {
+    fn ty(text: &str) -> Result<SqlType, ColumnsError> {
         parse_columns(&format!("c {text}")).map(|s| s.columns[0].ty)
     }
 
@@ -289,7 +307,7 @@ mod tests {
             "INT[]",
         ] {
             match ty(text) {
-                Err(SqlError::NotSupported(m)) => {
+                Err(ColumnsError::NotSupported(m)) => {
                     assert!(m.contains("column \"c\""), "{text}: {m}")
                 }
                 other => panic!("{text}: {other:?}"),
@@ -327,13 +345,16 @@ mod tests {
         assert_eq!(s.columns[0].name, "order");
         assert!(matches!(
             parse_columns("a INT, a TEXT"),
-            Err(SqlError::InvalidOption(m)) if m.contains("more than once")
+            Err(ColumnsError::Invalid(m)) if m.contains("more than once")
         ));
         assert!(matches!(
             parse_columns("a INT PRIMARY KEY"),
-            Err(SqlError::NotSupported(_))
+            Err(ColumnsError::NotSupported(_))
         ));
-        assert!(matches!(parse_columns("a INT,"), Err(SqlError::Syntax(_))));
-        assert!(matches!(parse_columns(""), Err(SqlError::Syntax(_))));
+        assert!(matches!(
+            parse_columns("a INT,"),
+            Err(ColumnsError::Syntax(_))
+        ));
+        assert!(matches!(parse_columns(""), Err(ColumnsError::Syntax(_))));
     }
 }
