@@ -220,44 +220,45 @@ macro_rules! on_node_mut {
     }};
 }
 
-/// The packed slot: the only `unsafe` of the tree.
-///
-/// # Representation
-///
-/// A slot is one pointer, a `*const ()`, read as one of:
-///
-/// - the null pointer: empty;
-/// - an address with the top bit ([`LEAF`]) set: one inline entry, the bits of an
-///   [`EntryRef`] whose top bit is clear (segment ids below 2^31; others go to a one-entry
-///   `Multi`) or'ed with [`LEAF`]. Made with [`ptr::without_provenance`]: a pointer with an
-///   address and no provenance, never dereferenced, only its address read;
-/// - otherwise, the pointer that `Arc::into_raw` gave for a [`Pointee`], with the pointee's
-///   tag or'ed into its three low bits by `map_addr`. The tag is cleared the same way before
-///   the pointer is used, so `Arc::from_raw`, reads and writes get the provenance that
-///   `into_raw` gave (strict provenance: no pointer-integer round trip, no exposed
-///   addresses; checked by Miri with `-Zmiri-strict-provenance`). A pointer slot owns one
-///   strong count of its `Arc`.
-///
-/// # The invariant that tells pointers from leaves, checked
-///
-/// Every stored pointer has its three low bits clear (for the tag) and its top bit clear
-/// (else it would read as a leaf). The low bits: every pointee type is aligned to 8 or more,
-/// checked at compile time in [`Child::from_arc`]. The top bit is a property of the
-/// platform, not of Rust: user-space addresses of the supported targets are below 2^63 on
-/// the usual kernels, but a platform that keeps a tag in a pointer's top byte (aarch64 with
-/// top-byte-ignore under HWASan or a tagging allocator, for instance) can hand out an
-/// address with bit 63 set. So both are checked by an `assert!` ([`check_address`]) each
-/// time a pointer is stored, before the slot is made: one branch beside an allocation. On
-/// such a platform the insert panics with a message naming the address, rather than
-/// building a slot that would read as an inline entry.
-///
-/// # Targets
-///
-/// 64-bit targets only (`target_pointer_width = "64"`, pointers of 8 bytes: not CHERI): an
-/// inline entry needs 63 bits in a pointer-sized slot. Other targets fail to compile with a
-/// message rather than corrupt the tree (on 32-bit targets the slot could not hold an
-/// entry, and a `Vec` is only 4-aligned there, too little for a 3-bit tag).
 mod slot {
+    //! The packed slot: the only `unsafe` of the tree.
+    //!
+    //! # Representation
+    //!
+    //! A slot is one pointer, a `*const ()`, read as one of:
+    //!
+    //! - the null pointer: empty;
+    //! - an address with the top bit ([`LEAF`]) set: one inline entry, the bits of an
+    //!   [`EntryRef`] whose top bit is clear (segment ids below 2^31; others go to a one-entry
+    //!   `Multi`) or'ed with [`LEAF`]. Made with [`ptr::without_provenance`]: a pointer with an
+    //!   address and no provenance, never dereferenced, only its address read;
+    //! - otherwise, the pointer that `Arc::into_raw` gave for a [`Pointee`], with the pointee's
+    //!   tag or'ed into its three low bits by `map_addr`. The tag is cleared the same way before
+    //!   the pointer is used, so `Arc::from_raw`, reads and writes get the provenance that
+    //!   `into_raw` gave (strict provenance: no pointer-integer round trip, no exposed
+    //!   addresses; checked by Miri with `-Zmiri-strict-provenance`). A pointer slot owns one
+    //!   strong count of its `Arc`.
+    //!
+    //! # The invariant that tells pointers from leaves, checked
+    //!
+    //! Every stored pointer has its three low bits clear (for the tag) and its top bit clear
+    //! (else it would read as a leaf). The low bits: every pointee type is aligned to 8 or more,
+    //! checked at compile time in [`Child::from_arc`]. The top bit is a property of the
+    //! platform, not of Rust: user-space addresses of the supported targets are below 2^63 on
+    //! the usual kernels, but a platform that keeps a tag in a pointer's top byte (aarch64 with
+    //! top-byte-ignore under HWASan or a tagging allocator, for instance) can hand out an
+    //! address with bit 63 set. So both are checked by an `assert!` ([`check_address`]) each
+    //! time a pointer is stored, before the slot is made: one branch beside an allocation. On
+    //! such a platform the insert panics with a message naming the address, rather than
+    //! building a slot that would read as an inline entry.
+    //!
+    //! # Targets
+    //!
+    //! 64-bit targets only (`target_pointer_width = "64"`, pointers of 8 bytes: not CHERI): an
+    //! inline entry needs 63 bits in a pointer-sized slot. Other targets fail to compile with a
+    //! message rather than corrupt the tree (on 32-bit targets the slot could not hold an
+    //! entry, and a `Vec` is only 4-aligned there, too little for a 3-bit tag).
+
     use std::mem::ManuallyDrop;
     use std::ptr;
     use std::sync::Arc;
