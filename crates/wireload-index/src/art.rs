@@ -17,8 +17,11 @@
 //!   slots `0..n` in use; in [`Node256`] an empty slot is an absent child.
 //! - Nodes are shared between tree versions through [`Arc`]s held by slots ([`slot`]): a node
 //!   is changed only through `Child::node_mut` (copy-on-write), so a clone of a tree never
-//!   sees another clone's changes. A slot is 8 bytes: an inline entry (segment id below
-//!   2^31), or a tagged `Arc` pointer; [`slot`] holds all of the module's `unsafe`.
+//!   sees another clone's changes. A slot is one 64-bit pointer: an inline entry (segment
+//!   id below 2^31, top bit set, no provenance), or an `Arc` pointer tagged in its low bits
+//!   with strict-provenance APIs, its top bit clear (an `assert!` checks that when it is
+//!   stored); [`slot`] holds all of the module's `unsafe` and documents the invariant and
+//!   the supported (64-bit) targets.
 //!
 //! Merging (`Art::merge`) follows the paper's algorithm: two nodes with equal compressed
 //! paths merge the children of the smaller into the bigger (grown once to hold the union),
@@ -217,19 +220,63 @@ macro_rules! on_node_mut {
     }};
 }
 
-/// The packed slot: the only `unsafe` of the tree.
 mod slot {
+    //! The packed slot: the only `unsafe` of the tree.
+    //!
+    //! # Representation
+    //!
+    //! A slot is one pointer, a `*const ()`, read as one of:
+    //!
+    //! - the null pointer: empty;
+    //! - an address with the top bit ([`LEAF`]) set: one inline entry, the bits of an
+    //!   [`EntryRef`] whose top bit is clear (segment ids below 2^31; others go to a one-entry
+    //!   `Multi`) or'ed with [`LEAF`]. Made with [`ptr::without_provenance`]: a pointer with an
+    //!   address and no provenance, never dereferenced, only its address read;
+    //! - otherwise, the pointer that `Arc::into_raw` gave for a [`Pointee`], with the pointee's
+    //!   tag or'ed into its three low bits by `map_addr`. The tag is cleared the same way before
+    //!   the pointer is used, so `Arc::from_raw`, reads and writes get the provenance that
+    //!   `into_raw` gave (strict provenance: no pointer-integer round trip, no exposed
+    //!   addresses; checked by Miri with `-Zmiri-strict-provenance`). A pointer slot owns one
+    //!   strong count of its `Arc`.
+    //!
+    //! # The invariant that tells pointers from leaves, checked
+    //!
+    //! Every stored pointer has its three low bits clear (for the tag) and its top bit clear
+    //! (else it would read as a leaf). The low bits: every pointee type is aligned to 8 or more,
+    //! checked at compile time in [`Child::from_arc`]. The top bit is a property of the
+    //! platform, not of Rust: user-space addresses of the supported targets are below 2^63 on
+    //! the usual kernels, but a platform that keeps a tag in a pointer's top byte (aarch64 with
+    //! top-byte-ignore under HWASan or a tagging allocator, for instance) can hand out an
+    //! address with bit 63 set. So both are checked by an `assert!` ([`check_address`]) each
+    //! time a pointer is stored, before the slot is made: one branch beside an allocation. On
+    //! such a platform the insert panics with a message naming the address, rather than
+    //! building a slot that would read as an inline entry.
+    //!
+    //! # Targets
+    //!
+    //! 64-bit targets only (`target_pointer_width = "64"`, pointers of 8 bytes: not CHERI): an
+    //! inline entry needs 63 bits in a pointer-sized slot. Other targets fail to compile with a
+    //! message rather than corrupt the tree (on 32-bit targets the slot could not hold an
+    //! entry, and a `Vec` is only 4-aligned there, too little for a 3-bit tag).
+
     use std::mem::ManuallyDrop;
+    use std::ptr;
     use std::sync::Arc;
     use std::sync::atomic::{Ordering, fence};
 
     use super::{Node4, Node16, Node48, Node256};
     use crate::EntryRef;
 
-    /// Bit that marks an inline entry.
-    const LEAF: u64 = 1 << 63;
+    #[cfg(not(target_pointer_width = "64"))]
+    compile_error!(
+        "wireload-index: the ART packs a 63-bit entry into a pointer-sized slot, which needs \
+         64-bit pointers (see the `slot` module's doc)"
+    );
+
+    /// Address bit that marks an inline entry: the top bit.
+    pub(super) const LEAF: usize = 1 << 63;
     /// Low bits of a pointer slot that hold its kind (pointees are 8-byte aligned).
-    const TAG: u64 = 7;
+    pub(super) const TAG: usize = 7;
 
     /// What a slot holds.
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -264,32 +311,47 @@ mod slot {
     /// A type a slot can point to, with its tag.
     pub(super) trait Pointee: Clone + Send + Sync {
         /// the tag in the low bits (1..=5)
-        const TAG: u64;
+        const TAG: usize;
     }
     impl Pointee for Vec<EntryRef> {
-        const TAG: u64 = 1;
+        const TAG: usize = 1;
     }
     impl Pointee for Node4 {
-        const TAG: u64 = 2;
+        const TAG: usize = 2;
     }
     impl Pointee for Node16 {
-        const TAG: u64 = 3;
+        const TAG: usize = 3;
     }
     impl Pointee for Node48 {
-        const TAG: u64 = 4;
+        const TAG: usize = 4;
     }
     impl Pointee for Node256 {
-        const TAG: u64 = 5;
+        const TAG: usize = 5;
     }
 
-    /// One slot: 0 is empty; with the top bit set, the bits of an [`EntryRef`] whose top bit
-    /// is clear (segment ids below 2^31; others go to a one-entry `Multi`); otherwise
-    /// `Arc::into_raw` of a [`Pointee`] or'ed with its tag. A pointer slot owns one strong
-    /// count of its `Arc`. User-space pointers have the top bit clear.
-    ///
-    /// Send and Sync as the `Arc`s it stands for: every pointee is Send + Sync.
+    /// Panics unless `addr`, the address of a pointer about to be stored in a slot, leaves
+    /// the tag bits and the leaf bit free (the module's invariant).
+    #[inline(always)]
+    pub(super) fn check_address(addr: usize) {
+        assert!(
+            addr & (TAG | LEAF) == 0,
+            "ART slot invariant: pointer {addr:#x} has its top bit or one of its 3 low bits \
+             set, so it cannot be told from an inline entry or tagged (a platform with tagged \
+             pointers or top-byte-ignore?)"
+        );
+    }
+
+    /// One slot: see the module's doc. A pointer slot owns one strong count of its `Arc`.
     #[repr(transparent)]
-    pub(super) struct Child(u64);
+    pub(super) struct Child(*const ());
+
+    // SAFETY: a slot is an `Arc<T>` of a `Pointee`, or holds no pointer (empty, inline
+    // entry). Every `Pointee` is Send + Sync, which makes `Arc<T>` Send and Sync, and a slot
+    // allows no more than an `Arc<T>` does: shared reads, writes only through `node_mut`
+    // with `&mut self` and a strong count of 1 (as `Arc::make_mut`).
+    unsafe impl Send for Child {}
+    // SAFETY: as for Send above
+    unsafe impl Sync for Child {}
 
     impl Default for Child {
         #[inline(always)]
@@ -300,34 +362,48 @@ mod slot {
 
     impl Child {
         /// The empty slot.
-        pub(super) const EMPTY: Child = Child(0);
+        pub(super) const EMPTY: Child = Child(ptr::null());
 
         /// A slot holding entry `e`.
         #[inline(always)]
         pub(super) fn leaf(e: EntryRef) -> Child {
             let bits = e.to_bits();
-            if bits & LEAF == 0 {
-                Child(bits | LEAF)
+            if bits >> 63 == 0 {
+                // lossless: 64-bit targets only
+                Child(ptr::without_provenance(bits as usize | LEAF))
             } else {
                 Child::from_arc(Arc::new(vec![e]))
             }
         }
 
-        /// A slot owning `a`.
+        /// A slot owning `a`. Panics if the pointer breaks the module's invariant.
         #[inline(always)]
         pub(super) fn from_arc<T: Pointee>(a: Arc<T>) -> Child {
-            let p = Arc::into_raw(a) as usize as u64;
-            debug_assert_eq!(p & (TAG | LEAF), 0, "unaligned or high pointer");
-            Child(p | T::TAG)
+            const {
+                assert!(
+                    align_of::<T>() > TAG,
+                    "a slot's pointee must leave the tag bits free"
+                )
+            };
+            // before `into_raw`: a panic drops `a`
+            check_address(Arc::as_ptr(&a).addr());
+            Child(Arc::into_raw(a).cast::<()>().map_addr(|p| p | T::TAG))
+        }
+
+        /// The slot's address (the pointer's, or the bits of an inline entry).
+        #[inline(always)]
+        fn addr(&self) -> usize {
+            self.0.addr()
         }
 
         /// What the slot holds.
         #[inline(always)]
         pub(super) fn kind(&self) -> Kind {
-            if self.0 & LEAF != 0 {
+            let a = self.addr();
+            if a & LEAF != 0 {
                 return Kind::Leaf;
             }
-            match self.0 & TAG {
+            match a & TAG {
                 0 => Kind::Empty,
                 1 => Kind::Multi,
                 2 => Kind::N4,
@@ -340,35 +416,37 @@ mod slot {
         /// True for the empty slot.
         #[inline(always)]
         pub(super) fn is_empty(&self) -> bool {
-            self.0 == 0
+            self.addr() == 0
         }
 
         /// True for a node (not empty, not a leaf).
         #[inline(always)]
         pub(super) fn is_node(&self) -> bool {
-            self.0 & LEAF == 0 && self.0 & TAG >= Node4::TAG
+            let a = self.addr();
+            a & LEAF == 0 && a & TAG >= Node4::TAG
         }
 
-        /// The pointer of a pointer slot, tag cleared.
+        /// The pointer of a pointer slot, tag cleared, with its provenance.
         #[inline(always)]
         fn ptr<T>(&self) -> *const T {
-            (self.0 & !TAG) as usize as *const T
+            self.0.map_addr(|a| a & !TAG).cast::<T>()
         }
 
         /// The pointee of a slot tagged `T::TAG`.
         #[inline(always)]
         pub(super) fn node<T: Pointee>(&self) -> &T {
-            assert_eq!(self.0 & (TAG | LEAF), T::TAG, "slot of another kind");
+            assert_eq!(self.addr() & (TAG | LEAF), T::TAG, "slot of another kind");
             self.get()
         }
 
         /// The pointee, for a pointer slot tagged `T::TAG`.
         #[inline(always)]
         fn get<T: Pointee>(&self) -> &T {
-            debug_assert_eq!(self.0 & (TAG | LEAF), T::TAG);
-            // SAFETY: the tag says the pointer came from `Arc::<T>::into_raw`, and this slot
-            // owns a strong count of it, alive at least as long as the borrow of `self`;
-            // writes happen only through `node_mut`, which needs `&mut self`.
+            debug_assert_eq!(self.addr() & (TAG | LEAF), T::TAG);
+            // SAFETY: the tag says the pointer came from `Arc::<T>::into_raw` (only
+            // `from_arc` makes such a slot), with its provenance kept, and this slot owns a
+            // strong count of it, alive at least as long as the borrow of `self`; writes
+            // happen only through `node_mut`, which needs `&mut self`.
             unsafe { &*self.ptr::<T>() }
         }
 
@@ -377,7 +455,8 @@ mod slot {
         pub(super) fn view(&self) -> View<'_> {
             match self.kind() {
                 Kind::Empty => View::Empty,
-                Kind::Leaf => View::Leaf(EntryRef::from_bits(self.0 & !LEAF)),
+                // lossless: 64-bit targets only
+                Kind::Leaf => View::Leaf(EntryRef::from_bits((self.addr() & !LEAF) as u64)),
                 Kind::Multi => View::Multi(self.get()),
                 Kind::N4 => View::N4(self.get()),
                 Kind::N16 => View::N16(self.get()),
@@ -390,29 +469,33 @@ mod slot {
         /// when another slot shares it (copy-on-write, as [`Arc::make_mut`]).
         #[inline(always)]
         pub(super) fn node_mut<T: Pointee>(&mut self) -> &mut T {
-            assert_eq!(self.0 & (TAG | LEAF), T::TAG, "slot of another kind");
+            assert_eq!(self.addr() & (TAG | LEAF), T::TAG, "slot of another kind");
             let p = self.ptr::<T>();
-            // SAFETY: the tag says `p` came from `Arc::<T>::into_raw`; this slot owns one
-            // strong count, which the ManuallyDrop handle stands for without releasing it.
+            // SAFETY: the tag says `p` came from `Arc::<T>::into_raw`, provenance kept; this
+            // slot owns one strong count, which the ManuallyDrop handle stands for without
+            // releasing it.
             let arc = ManuallyDrop::new(unsafe { Arc::from_raw(p) });
             if Arc::strong_count(&arc) == 1 {
                 // pairs with the Release decrement of a slot dropped by another thread, so
                 // that its reads of the pointee happen before our writes
                 fence(Ordering::Acquire);
             } else {
-                let copy = Arc::new(T::clone(&arc));
-                // this slot lets go of its count of the shared pointee
+                // a panic here (clone, allocation, the invariant check) leaves `self` as it
+                // was, owning its count
+                let copy = ManuallyDrop::new(Child::from_arc(Arc::new(T::clone(&arc))));
+                // this slot lets go of its count of the shared pointee (a count of 2+ is
+                // only decremented: no drop of the pointee, no unwind) ...
                 drop(ManuallyDrop::into_inner(arc));
-                // no leak if the line above unwinds: it cannot (a count of 2+ is only
-                // decremented), and `self` is overwritten right away
-                self.0 = Arc::into_raw(copy) as usize as u64 | T::TAG;
+                // ... and takes the copy's, which `copy` does not drop
+                self.0 = copy.0;
             }
             // SAFETY: the strong count is 1 and this slot, borrowed mutably for the
             // lifetime of the result, owns it: there is no other reference to the pointee,
             // and none can be made (only `clone` of this slot makes one, and it needs
-            // `&self`). There are no weak handles. The pointer has the allocation's
-            // provenance (from `into_raw`), so writing through it is allowed.
-            unsafe { &mut *(self.ptr::<T>() as *mut T) }
+            // `&self`). There are no weak handles. The pointer has the provenance that
+            // `into_raw` gave it (the tag was added and cleared with `map_addr`), which
+            // allows writes.
+            unsafe { &mut *self.ptr::<T>().cast_mut() }
         }
     }
 
@@ -420,8 +503,8 @@ mod slot {
         #[inline]
         fn clone(&self) -> Self {
             // SAFETY: (each arm) the tag gives the pointee type of a pointer from
-            // `Arc::into_raw`, alive because this slot owns a count; the new slot owns the
-            // count added here.
+            // `Arc::into_raw` (provenance kept), alive because this slot owns a count; the
+            // new slot owns the count added here.
             unsafe {
                 match self.kind() {
                     Kind::Empty | Kind::Leaf => {}
@@ -440,7 +523,8 @@ mod slot {
         #[inline]
         fn drop(&mut self) {
             // SAFETY: (each arm) the tag gives the pointee type of a pointer from
-            // `Arc::into_raw`; this slot owns one count and gives it back exactly once.
+            // `Arc::into_raw` (provenance kept); this slot owns one count and gives it back
+            // exactly once.
             unsafe {
                 match self.kind() {
                     Kind::Empty | Kind::Leaf => {}
@@ -472,14 +556,19 @@ mod slot {
             }
         }
 
-        /// The raw slot (tests).
-        pub(super) fn bits(&self) -> u64 {
-            self.0
+        /// The slot's address: the tagged pointer, or the bits of an inline entry (tests).
+        pub(super) fn bits(&self) -> usize {
+            self.addr()
+        }
+
+        /// The pointer of a pointer slot, tag cleared (tests).
+        pub(super) fn untagged(&self) -> *const () {
+            self.ptr::<()>()
         }
     }
 
-    // the slot must be exactly one word
-    const _: () = assert!(std::mem::size_of::<Child>() == 8);
+    // the slot must be exactly one word of 64 bits
+    const _: () = assert!(size_of::<Child>() == 8 && size_of::<usize>() == 8);
 }
 
 /// Compressed path of a node: inline up to [`Prefix::INLINE`] bytes, boxed beyond.
@@ -1552,6 +1641,73 @@ mod tests {
         let mut v = Vec::new();
         x.push_entries(&mut v);
         assert_eq!(v.len(), 5);
+    }
+
+    /// A pointer slot of every kind gives back the pointer of its `Arc` (tag cleared, same
+    /// allocation) and owns exactly one count.
+    #[test]
+    fn slot_pointer_roundtrip() {
+        fn roundtrip<T: slot::Pointee>(value: T, kind: Kind) {
+            let a = Arc::new(value);
+            slot::check_address(Arc::as_ptr(&a).addr());
+            let c = Child::from_arc(a.clone());
+            assert_eq!(c.kind(), kind);
+            assert_eq!(c.is_node(), kind != Kind::Multi);
+            assert!(!c.is_empty());
+            assert_eq!(c.bits() & slot::TAG, T::TAG);
+            assert_eq!(c.bits() & slot::LEAF, 0);
+            assert_eq!(c.untagged(), Arc::as_ptr(&a).cast::<()>());
+            assert!(std::ptr::eq(c.node::<T>(), &*a));
+            let d = c.clone();
+            assert!(std::ptr::eq(d.node::<T>(), &*a));
+            assert_eq!(Arc::strong_count(&a), 3);
+            drop((c, d));
+            assert_eq!(Arc::strong_count(&a), 1);
+        }
+        roundtrip(vec![EntryRef::new(1, 2)], Kind::Multi);
+        roundtrip(Node4::empty(Prefix::new(b"a")), Kind::N4);
+        roundtrip(Node16::empty(Prefix::new(b"b")), Kind::N16);
+        roundtrip(Node48::empty(Prefix::new(b"c")), Kind::N48);
+        roundtrip(Node256::empty(Prefix::new(&[7; 40])), Kind::N256);
+    }
+
+    /// An inline leaf is its entry's bits with the leaf bit set.
+    #[test]
+    fn slot_leaf_bits() {
+        for e in entries().into_iter().filter(|e| e.segment() < (1 << 31)) {
+            let c = Child::leaf(e);
+            assert_eq!(c.bits(), e.to_bits() as usize | slot::LEAF);
+        }
+        assert_eq!(Child::EMPTY.bits(), 0);
+    }
+
+    /// The invariant check rejects an address with the leaf bit set (as a tagged-pointer
+    /// platform could hand out) ...
+    #[test]
+    #[should_panic(expected = "ART slot invariant")]
+    fn slot_rejects_the_leaf_bit() {
+        slot::check_address(slot::LEAF | 0x7f00_0000_1000);
+    }
+
+    /// ... an address with another top-byte tag that sets bit 63 ...
+    #[test]
+    #[should_panic(expected = "ART slot invariant")]
+    fn slot_rejects_a_top_byte_tag() {
+        slot::check_address(0xb400_7f00_0000_1000);
+    }
+
+    /// ... and one that would not leave the tag bits free.
+    #[test]
+    #[should_panic(expected = "ART slot invariant")]
+    fn slot_rejects_an_unaligned_pointer() {
+        slot::check_address(0x7f00_0000_1004);
+    }
+
+    /// Top-byte tags that keep bit 63 clear are fine (they are part of the pointer).
+    #[test]
+    fn slot_accepts_a_clear_top_bit() {
+        slot::check_address(0x0b00_7f00_0000_1000);
+        slot::check_address(0x7fff_ffff_ffff_fff8);
     }
 
     #[test]
