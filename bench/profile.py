@@ -3,7 +3,8 @@
 profile: `perf record` (cpu-clock sampling) of `wireload` loading one TPC-H table, samples
 grouped by the stage their function belongs to, and a section of bench/RESULTS.md.
 
-    bench/.venv/bin/python bench/profile.py --wireload target/rel/release/wireload
+    cargo build --profile profiling -p wireload   # the release build with line tables
+    bench/.venv/bin/python bench/profile.py --wireload target/profiling/wireload
 
 It is a measurement, not a test. Needs `perf` (sampling with the cpu-clock event works
 without hardware counters). Scan backends: `WIRELOAD_SIMD` is passed on to wireload, and

@@ -38,6 +38,7 @@ impl SqlState {
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const INSUFFICIENT_RESOURCES: SqlState = SqlState("53000");
+    pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
     pub const IO_ERROR: SqlState = SqlState("58030");
     pub const SYSTEM_ERROR: SqlState = SqlState("58000");
@@ -64,6 +65,15 @@ pub enum SqlError {
     /// A statement or clause wireload does not support.
     #[error("{0}")]
     NotSupported(String),
+    /// Expressions or subqueries nested deeper than the planner can take.
+    #[error(
+        "statement too complex: expressions nested more than {limit} levels deep (a long chain \
+         of OR, AND or another operator nests one level per term; `x IN (...)` does not)"
+    )]
+    TooComplex {
+        /// the deepest nesting accepted
+        limit: usize,
+    },
     /// An option or argument with a value it cannot take (COPY options, PARTITIONS n...).
     #[error("{0}")]
     InvalidOption(String),
@@ -183,6 +193,7 @@ impl SqlError {
         match self {
             SqlError::Syntax(_) => SqlState::SYNTAX_ERROR,
             SqlError::NotSupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
+            SqlError::TooComplex { .. } => SqlState::STATEMENT_TOO_COMPLEX,
             SqlError::InvalidOption(_) => SqlState::INVALID_PARAMETER_VALUE,
             SqlError::UndefinedTable(_) => SqlState::UNDEFINED_TABLE,
             SqlError::UndefinedColumn { .. } => SqlState::UNDEFINED_COLUMN,

@@ -26,6 +26,7 @@ mod copy;
 mod ddl;
 mod error;
 mod export;
+mod limits;
 mod parse;
 mod unload;
 

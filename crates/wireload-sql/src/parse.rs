@@ -21,6 +21,7 @@ use crate::copy::{self, CopyFrom, CopyTo};
 use crate::ddl::{self, CreateIndex, CreateTable, DropIndex, DropTable};
 use crate::error::SqlError;
 use crate::export::{self, Export, Import};
+use crate::limits;
 
 /// One statement of a script, routed.
 #[derive(Debug, Clone)]
@@ -76,6 +77,7 @@ pub fn parse_script(sql: &str) -> Result<Vec<Parsed>, SqlError> {
             break;
         }
         let statement = parse_statement(&mut df)?;
+        limits::check_depth(&statement)?;
         // the statement's last token (the parser may have looked past whitespace)
         let mut i = df.parser.get_current_index();
         while i > 0 && matches!(df.parser.token_at(i).token, Token::Whitespace(_)) {

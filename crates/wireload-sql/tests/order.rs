@@ -295,3 +295,35 @@ async fn limit_returns_the_first_rows_and_stops_early() {
         "{text}"
     );
 }
+
+/// Keeping the order costs aggregations and joins nothing: their plans stay parallel and
+/// hold no ordered merge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregations_and_joins_keep_their_parallelism() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = rows(20_000);
+    let file = write(dir.path(), "f.csv", &csv(&data));
+    let db = db(4);
+    create(&db, "t").await;
+    run(&db, &format!("COPY t FROM {file} WITH (CHUNK_SIZE 8192)"))
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT s, count(*) FROM t GROUP BY s",
+        "SELECT a.i, b.q FROM t a JOIN t b ON a.i = b.i WHERE a.i % 7 = 0",
+    ] {
+        let plan = query(&db, &format!("EXPLAIN {sql}")).await;
+        let text: String = plan
+            .iter()
+            .flatten()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(!text.contains("OrderedCoalesceExec"), "{sql}:\n{text}");
+        assert!(
+            text.contains("partitions=4"),
+            "a parallel scan: {sql}:\n{text}"
+        );
+    }
+}
