@@ -11,7 +11,9 @@
 //! partition 1's, and so on. Partitions ahead of the one being emitted buffer their batches
 //! up to a memory budget. A round-robin repartition on such a path (DataFusion adds one to
 //! spread a small scan over more partitions) would mix the runs, so it is removed there.
-//! Aggregations, joins and sorts are left alone: they keep all their parallelism.
+//! Only merges whose order reaches the result are replaced (the path from the root through
+//! order-keeping operators): aggregations, sorts and a hash join's build side are left
+//! alone, with all their parallelism.
 
 use std::fmt;
 use std::pin::Pin;
@@ -22,7 +24,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::runtime::SpawnedTask;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Statistics, internal_err};
 use datafusion::error::Result;
 use datafusion::execution::{RecordBatchStream, TaskContext};
@@ -56,19 +58,7 @@ impl PhysicalOptimizerRule for KeepInsertionOrder {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let plan = plan
-            .transform_up(|node| {
-                let Some(coalesce) = node.downcast_ref::<CoalescePartitionsExec>() else {
-                    return Ok(Transformed::no(node));
-                };
-                if !keeps_order(coalesce.input()) {
-                    return Ok(Transformed::no(node));
-                }
-                let input = without_round_robin(Arc::clone(coalesce.input()))?;
-                let ordered = OrderedCoalesceExec::new(input).with_fetch(coalesce.fetch());
-                Ok(Transformed::yes(Arc::new(ordered) as Arc<dyn ExecutionPlan>))
-            })?
-            .data;
+        let plan = order_reaching_output(plan)?;
         // `collect` and the other consumers merge a plan's output partitions in arrival order
         if plan.output_partitioning().partition_count() > 1 && keeps_order(&plan) {
             let input = without_round_robin(plan)?;
@@ -84,6 +74,53 @@ impl PhysicalOptimizerRule for KeepInsertionOrder {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `plan` with an [`OrderedCoalesceExec`] for every `CoalescePartitionsExec` whose input's
+/// order reaches the result: the walk goes down from the root only through operators that
+/// keep their input's order (a hash join's probe side, not its build side; not through
+/// aggregations or sorts), so merges whose order nobody sees stay DataFusion's.
+fn order_reaching_output(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    if let Some(coalesce) = plan.downcast_ref::<CoalescePartitionsExec>() {
+        let input = order_reaching_output(Arc::clone(coalesce.input()))?;
+        if keeps_order(&input) {
+            let input = without_round_robin(input)?;
+            return Ok(Arc::new(
+                OrderedCoalesceExec::new(input).with_fetch(coalesce.fetch()),
+            ));
+        }
+        if Arc::ptr_eq(&input, coalesce.input()) {
+            return Ok(plan);
+        }
+        return plan.replace_children(
+            vec![input],
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+        );
+    }
+    let keeps = plan.maintains_input_order();
+    let children = plan.children();
+    if children.is_empty() {
+        return Ok(plan);
+    }
+    let mut changed = false;
+    let mut new = Vec::with_capacity(children.len());
+    for (i, child) in children.into_iter().enumerate() {
+        // a union's output partitions are its inputs' partitions, one input after another
+        if plan.is::<UnionExec>() || keeps.get(i).copied().unwrap_or(false) {
+            let c = order_reaching_output(Arc::clone(child))?;
+            changed |= !Arc::ptr_eq(&c, child);
+            new.push(c);
+        } else {
+            new.push(Arc::clone(child));
+        }
+    }
+    if !changed {
+        return Ok(plan);
+    }
+    plan.replace_children(
+        new,
+        ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+    )
 }
 
 /// True when concatenating `plan`'s output partitions in order gives its rows in the order
