@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use wireload_storage::Table;
 use wireload_types::{ColumnDef, SqlType};
 
-use crate::error::LoadError;
+use crate::error::{BadValue, LoadError};
 use crate::options::{LoadControl, LoadReport, MergeStrategy};
 use crate::publish::{Appender, Sites};
 
@@ -227,12 +227,12 @@ fn convert(
     };
     let mut arrays = Vec::with_capacity(columns.len());
     for (i, (array, col)) in batch.columns().iter().zip(columns).enumerate() {
-        let value_error = |row: usize, message: String| LoadError::ArrowValue {
+        let value_error = |row: usize, problem: BadValue| LoadError::ArrowValue {
             file: file.to_string(),
             row: first_row + row as u64 + 1,
             column: i + 1,
             column_name: col.name.clone(),
-            message,
+            problem,
         };
         let want = col.ty.arrow_type();
         let mut array = if array.data_type() == &want {
@@ -243,15 +243,19 @@ fn convert(
                 let row = (0..array.len())
                     .find(|&r| cast_with_options(&array.slice(r, 1), &want, &options).is_err())
                     .unwrap_or(0);
-                value_error(row, format!("does not fit {}: {e}", col.ty))
+                value_error(
+                    row,
+                    BadValue::DoesNotFit(format!("does not fit {}: {e}", col.ty)),
+                )
             })?
         };
         if !col.nullable && array.null_count() > 0 {
             let row = (0..array.len()).find(|&r| array.is_null(r)).unwrap_or(0);
-            return Err(value_error(row, "NULL in a NOT NULL column".to_string()));
+            return Err(value_error(row, BadValue::Null));
         }
         if let SqlType::Char(n) | SqlType::Varchar(Some(n)) = col.ty {
-            array = check_length(&array, &col.ty, n).map_err(|(row, e)| value_error(row, e))?;
+            array = check_length(&array, &col.ty, n)
+                .map_err(|(row, e)| value_error(row, BadValue::TooLong(e)))?;
         }
         arrays.push(array);
     }

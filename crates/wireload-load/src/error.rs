@@ -120,8 +120,8 @@ pub enum LoadError {
         /// what does not match
         message: String,
     },
-    /// A value of a binary source does not fit its table column.
-    #[error("{file}: row {row}, column {column} ({column_name}): {message}")]
+    /// A value of a binary source (or of a statement's rows) does not fit its table column.
+    #[error("{file}: row {row}, column {column} ({column_name}): {problem}")]
     ArrowValue {
         /// the source's name
         file: String,
@@ -132,7 +132,7 @@ pub enum LoadError {
         /// the table column's name
         column_name: String,
         /// what is wrong
-        message: String,
+        problem: BadValue,
     },
     /// The load would give two rows of a unique index (PRIMARY KEY, UNIQUE) the same key.
     #[error(
@@ -184,4 +184,19 @@ pub enum LoadError {
     /// The load was cancelled.
     #[error("load cancelled")]
     Cancelled,
+}
+
+/// What is wrong with a value of a binary source or a statement's rows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadValue {
+    /// NULL in a NOT NULL column.
+    #[error("NULL in a NOT NULL column")]
+    Null,
+    /// A string longer than its CHAR(n)/VARCHAR(n) column takes.
+    #[error("{0}")]
+    TooLong(String),
+    /// A value that does not convert to the column's type.
+    #[error("{0}")]
+    DoesNotFit(String),
 }

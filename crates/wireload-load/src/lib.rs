@@ -24,7 +24,7 @@ mod source;
 mod task;
 
 pub use append::append_batches;
-pub use error::{KeySite, LoadError, Position};
+pub use error::{BadValue, KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;

@@ -4,7 +4,7 @@
 use datafusion::error::DataFusionError;
 use datafusion::sql::sqlparser::parser::ParserError;
 use wireload_gpu::GpuError;
-use wireload_load::LoadError;
+use wireload_load::{BadValue, LoadError};
 use wireload_storage::StorageError;
 use wireload_unload::UnloadError;
 use wireload_unload::export::ExportError;
@@ -261,7 +261,11 @@ fn load_state(e: &LoadError) -> SqlState {
             _ => SqlState::DATA_EXCEPTION,
         },
         LoadError::Mismatch { .. } => SqlState::BAD_COPY_FILE_FORMAT,
-        LoadError::ArrowValue { .. } => SqlState::DATA_EXCEPTION,
+        LoadError::ArrowValue { problem, .. } => match problem {
+            BadValue::Null => SqlState::NOT_NULL_VIOLATION,
+            BadValue::TooLong(_) => SqlState::STRING_DATA_RIGHT_TRUNCATION,
+            _ => SqlState::DATA_EXCEPTION,
+        },
         LoadError::DuplicateKey { .. } | LoadError::DuplicateInTable { .. } => {
             SqlState::UNIQUE_VIOLATION
         }

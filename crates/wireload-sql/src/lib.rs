@@ -24,6 +24,7 @@
 
 mod copy;
 mod ddl;
+mod dml;
 mod error;
 mod export;
 mod limits;
@@ -36,7 +37,8 @@ use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement, WriteOp};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
@@ -48,6 +50,7 @@ use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
+pub use dml::{CreateTableAs, Insert, RowChange, Truncate};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
@@ -72,6 +75,8 @@ pub enum StatementOutput {
     Unloaded(UnloadSummary),
     /// A statement without rows (CREATE, DROP...), with a short message such as `CREATE TABLE`.
     Done(String),
+    /// Rows inserted, updated or deleted (and what RETURNING made of them).
+    Changed(RowChange),
 }
 
 /// What a finished `COPY ... TO` wrote.
@@ -204,6 +209,9 @@ impl Database {
                 self.create_table(c.def, c.if_not_exists)?;
                 Ok(StatementOutput::Done("CREATE TABLE".into()))
             }
+            Statement::CreateTableAs(c) => self.create_table_as(c, ctl).await,
+            Statement::Insert(i) => self.insert(i, ctl).await,
+            Statement::Truncate(t) => self.truncate(&t),
             Statement::DropTable(d) => self.drop_tables(&d),
             Statement::CreateIndex(c) => self.create_index(c).await,
             Statement::DropIndex(d) => self.drop_index(&d),
@@ -318,6 +326,124 @@ impl Database {
                 SqlError::UndefinedTable(name.to_string())
             }
         })
+    }
+
+    /// `INSERT`: DataFusion plans the rows (columns matched, cast to the table's types), and
+    /// they are appended and published like a load's; nothing changes when any row fails.
+    async fn insert(&self, insert: Insert, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(*insert.statement)
+            .await?;
+        let LogicalPlan::Dml(dml) = plan else {
+            return Err(SqlError::Internal(format!(
+                "INSERT planned as {}",
+                plan.display()
+            )));
+        };
+        if dml.op != WriteOp::Insert(InsertOp::Append) {
+            return Err(SqlError::NotSupported(format!(
+                "{} is not supported; use INSERT INTO",
+                dml.op
+            )));
+        }
+        let table = self.table(dml.table_name.table())?;
+        let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
+        let df = self.ctx.execute_logical_plan(input).await?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await?;
+        // RETURNING is evaluated first: when it fails, nothing is inserted
+        let returning = match insert.returning {
+            Some(items) => {
+                Some(dml::returning(&self.ctx, table.name(), items, schema, batches.clone()).await?)
+            }
+            None => None,
+        };
+        let rows = self.append(&table, "INSERT", batches, ctl).await?;
+        Ok(StatementOutput::Changed(RowChange {
+            command: "INSERT",
+            rows,
+            returning,
+        }))
+    }
+
+    /// `CREATE TABLE ... AS query`: the table gets the query's columns (every column
+    /// nullable) and its rows; when the query fails, no table is created.
+    async fn create_table_as(
+        &self,
+        create: CreateTableAs,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        if self.catalog.table(&create.name).is_some() || self.schema.has_other(&create.name) {
+            if create.if_not_exists {
+                return Ok(StatementOutput::Done("CREATE TABLE AS".into()));
+            }
+            return Err(SqlError::Storage(StorageError::TableExists(create.name)));
+        }
+        let statement = DfStatement::Statement(Box::new(ast::Statement::Query(create.query)));
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let fields: Vec<_> = plan.schema().fields().iter().map(|f| f.as_ref()).collect();
+        let columns = dml::columns_of(&fields, &create.columns)?;
+        let def = TableDef::new(
+            create.name.clone(),
+            wireload_types::TableSchema {
+                columns: columns.clone(),
+            },
+            wireload_storage::Partitioning::Single,
+        )?;
+        let plan = dml::cast_to_columns(plan, &columns)?;
+        let batches = self.ctx.execute_logical_plan(plan).await?.collect().await?;
+        // filled before it is attached: no one sees the table half-made
+        let table = Arc::new(Table::new(def));
+        let rows = self.append(&table, "CREATE TABLE AS", batches, ctl).await?;
+        self.catalog.attach(vec![table])?;
+        Ok(StatementOutput::Changed(RowChange {
+            command: "SELECT",
+            rows,
+            returning: None,
+        }))
+    }
+
+    /// `TRUNCATE`: every named table loses its rows (its indexes stay, empty); when a name
+    /// is not a table nothing is truncated.
+    fn truncate(&self, truncate: &Truncate) -> Result<StatementOutput, SqlError> {
+        let tables = truncate
+            .names
+            .iter()
+            .map(|n| self.table(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        for t in tables {
+            let guard = t.begin_write();
+            let next = guard.base().truncated();
+            guard.publish(next);
+        }
+        Ok(StatementOutput::Changed(RowChange {
+            command: "TRUNCATE",
+            rows: 0,
+            returning: None,
+        }))
+    }
+
+    /// Appends `batches` (in the table's column order, cast to its types) to `table` and
+    /// publishes them, off the async runtime; `what` names the statement in errors.
+    async fn append(
+        &self,
+        table: &Arc<Table>,
+        what: &str,
+        batches: Vec<RecordBatch>,
+        ctl: &LoadControl,
+    ) -> Result<u64, SqlError> {
+        let target = Arc::clone(table);
+        let name = target.name().to_string();
+        let file = format!("{what} {}", quote_ident(&name));
+        let ctl = ctl.clone();
+        self.run_blocking(None, move || {
+            wireload_load::append_batches(&target, &file, 0, batches, &ctl)
+                .map(|report| report.rows)
+                .map_err(|error| SqlError::Load { table: name, error })
+        })
+        .await
     }
 
     fn drop_tables(&self, drop: &DropTable) -> Result<StatementOutput, SqlError> {
@@ -518,6 +644,13 @@ impl Database {
                     "{tag} is not supported for wireload tables; use CREATE TABLE, COPY and DROP TABLE"
                 )));
             }
+            LogicalPlan::Dml(dml) => {
+                return Err(SqlError::NotSupported(format!(
+                    "{tag} is not supported yet (table \"{}\"); INSERT, CREATE TABLE AS and \
+                     TRUNCATE are",
+                    dml.table_name
+                )));
+            }
             LogicalPlan::Ddl(_) => true,
             LogicalPlan::Statement(PlanStatement::Execute(_)) => false,
             LogicalPlan::Statement(_) => true,
@@ -555,6 +688,22 @@ fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<Ind
         }
     }
     Ok((def, extra))
+}
+
+/// `name` as a SQL identifier: bare when it is a lower-case word, double-quoted otherwise.
+fn quote_ident(name: &str) -> String {
+    let bare = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
 }
 
 /// A short name of what a statement did, such as `CREATE VIEW` or `SET`.

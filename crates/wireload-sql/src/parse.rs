@@ -1,7 +1,8 @@
 //! The SQL front end: a script is tokenized and parsed once, with PostgreSQL's dialect, into
 //! [`Statement`]s that the database routes on. wireload's own statements (COPY with its load
 //! options, EXPORT/IMPORT DATABASE, CREATE TABLE with `PARTITION BY HASH ... PARTITIONS n`)
-//! are parsed here with the same parser; everything else is DataFusion's statement, planned
+//! are parsed here with the same parser, as are the statements that write rows (INSERT,
+//! CREATE TABLE AS, TRUNCATE); everything else is DataFusion's statement, planned
 //! from its AST.
 //!
 //! [`is_complete`] tells an interactive shell whether the text typed so far ends in a
@@ -19,6 +20,7 @@ use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 
 use crate::copy::{self, CopyFrom, CopyTo};
 use crate::ddl::{self, CreateIndex, CreateTable, DropIndex, DropTable};
+use crate::dml::{self, CreateTableAs, Insert, Truncate};
 use crate::error::SqlError;
 use crate::export::{self, Export, Import};
 use crate::limits;
@@ -30,6 +32,12 @@ pub enum Statement {
     Query(Box<DfStatement>),
     /// `CREATE TABLE`
     CreateTable(CreateTable),
+    /// `CREATE TABLE ... AS query`
+    CreateTableAs(CreateTableAs),
+    /// `INSERT INTO`
+    Insert(Insert),
+    /// `TRUNCATE`
+    Truncate(Truncate),
     /// `DROP TABLE`
     DropTable(DropTable),
     /// `CREATE [UNIQUE] INDEX`
@@ -137,6 +145,11 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
         other => return Ok(Statement::Query(Box::new(other))),
     };
     Ok(match *ast {
+        ast::Statement::CreateTable(ct) if ct.query.is_some() => {
+            Statement::CreateTableAs(dml::create_table_as(ct)?)
+        }
+        ast::Statement::Insert(insert) => Statement::Insert(dml::insert(insert)?),
+        ast::Statement::Truncate(t) => Statement::Truncate(dml::truncate(t)?),
         ast::Statement::CreateTable(ct) => {
             let partitions = parse_partitions(&mut df.parser)?;
             Statement::CreateTable(ddl::create_table(ct, partitions)?)
@@ -304,7 +317,8 @@ mod tests {
             "SELECT 1; CREATE TABLE t (a INT); DROP TABLE t; CREATE INDEX i ON t (a); \
              DROP INDEX i; COPY t FROM 'f'; COPY t TO 'g'; COPY (SELECT 1) TO 'h'; \
              EXPORT DATABASE 'd'; IMPORT DATABASE 'd'; CREATE VIEW v AS SELECT 1; \
-             EXPLAIN SELECT 1; SET datafusion.execution.batch_size = 3",
+             EXPLAIN SELECT 1; SET datafusion.execution.batch_size = 3; \
+             INSERT INTO t VALUES (1) RETURNING a; CREATE TABLE u AS SELECT 1; TRUNCATE t, u",
         )
         .unwrap()
         .iter()
@@ -318,6 +332,9 @@ mod tests {
             Statement::CopyTo(_) => "copy to",
             Statement::Export(_) => "export",
             Statement::Import(_) => "import",
+            Statement::Insert(_) => "insert",
+            Statement::CreateTableAs(_) => "create table as",
+            Statement::Truncate(_) => "truncate",
         })
         .collect();
         assert_eq!(
@@ -335,7 +352,10 @@ mod tests {
                 "import",
                 "query",
                 "query",
-                "query"
+                "query",
+                "insert",
+                "create table as",
+                "truncate"
             ]
         );
     }

@@ -93,6 +93,20 @@ impl TableVersion {
         }
     }
 
+    /// The next version: no rows, every index kept (and emptied).
+    pub fn truncated(&self) -> TableVersion {
+        TableVersion {
+            number: self.number + 1,
+            schema: self.schema.clone(),
+            partitions: vec![Partition::default(); self.partitions.len()],
+            indexes: self
+                .indexes
+                .iter()
+                .map(|i| TableIndex::empty((*i.def).clone()))
+                .collect(),
+        }
+    }
+
     /// The next version: the same rows with one more index (built over these rows).
     pub fn with_index(&self, index: TableIndex) -> TableVersion {
         let mut next = self.clone();

@@ -27,13 +27,22 @@ impl Printer {
             StatementOutput::Rows { schema, batches } => self.rows(schema, batches),
             StatementOutput::Loaded(report) => self.summary(report),
             StatementOutput::Unloaded(summary) => self.summary(summary),
-            StatementOutput::Done(message) => {
-                if self.format == OutputFormat::Table {
-                    writeln!(io::stdout().lock(), "{message}")?;
+            StatementOutput::Done(message) => self.message(message),
+            StatementOutput::Changed(change) => {
+                if let Some((schema, batches)) = &change.returning {
+                    self.rows(schema, batches)?;
                 }
-                Ok(())
+                self.message(&change.tag())
             }
         }
+    }
+
+    /// Prints a statement's message (such as `CREATE TABLE` or `INSERT 0 3`) in table format.
+    fn message(&self, message: &str) -> io::Result<()> {
+        if self.format == OutputFormat::Table {
+            writeln!(io::stdout().lock(), "{message}")?;
+        }
+        Ok(())
     }
 
     /// Prints a load's or an unload's one-line summary.

@@ -1,0 +1,415 @@
+//! INSERT, CREATE TABLE AS and TRUNCATE: rows go through the load's append/publish stage, so
+//! constraints hold and a failing statement leaves every table as it was.
+
+mod common;
+
+use common::{db, fail, query, row, run, srow};
+use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
+
+/// Runs one statement that changes rows and returns its command tag.
+async fn change(db: &Database, sql: &str) -> String {
+    let out = run(db, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    match out.last() {
+        Some(StatementOutput::Changed(c)) => c.tag(),
+        other => panic!("{sql}: expected a row change, got {other:?}"),
+    }
+}
+
+/// Runs `sql`, which must fail, and returns the error.
+async fn error(db: &Database, sql: &str) -> SqlError {
+    match run(db, sql).await {
+        Ok(out) => panic!("{sql}: expected an error, got {out:?}"),
+        Err(e) => e,
+    }
+}
+
+const PEOPLE: &str = "CREATE TABLE p (id INT PRIMARY KEY, name VARCHAR(5), born DATE, \
+                      score DECIMAL(6,2), active BOOLEAN NOT NULL)";
+
+#[tokio::test]
+async fn insert_values_match_columns_and_types() {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p VALUES (1, 'ann', '1990-02-03', 1.5, true), (2, NULL, NULL, NULL, false)"
+        )
+        .await,
+        "INSERT 0 2"
+    );
+    // a column list in any order; the others are NULL
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (active, id, name) VALUES (true, 3, 'cy')"
+        )
+        .await,
+        "INSERT 0 1"
+    );
+    assert_eq!(
+        query(&db, "SELECT * FROM p").await,
+        vec![
+            srow(&["1", "ann", "1990-02-03", "1.50", "true"]),
+            row(&[Some("2"), None, None, None, Some("false")]),
+            row(&[Some("3"), Some("cy"), None, None, Some("true")]),
+        ]
+    );
+    // the primary key's index sees the new rows
+    assert_eq!(
+        query(&db, "SELECT name FROM p WHERE id = 3").await,
+        vec![srow(&["cy"])]
+    );
+    assert_eq!(
+        query(&db, "SELECT id FROM p WHERE id IN (1, 2) ORDER BY id").await,
+        vec![srow(&["1"]), srow(&["2"])]
+    );
+}
+
+#[tokio::test]
+async fn insert_select_appends_in_order() {
+    let db = db(3);
+    run(&db, "CREATE TABLE s (k BIGINT, v TEXT)").await.unwrap();
+    for i in 0..20 {
+        change(&db, &format!("INSERT INTO s VALUES ({i}, 'v{i}')")).await;
+    }
+    assert_eq!(
+        change(&db, "INSERT INTO s SELECT k + 100, v || '!' FROM s").await,
+        "INSERT 0 20"
+    );
+    let got = query(&db, "SELECT k, v FROM s").await;
+    let mut want: Vec<_> = (0..20)
+        .map(|i| vec![Some(i.to_string()), Some(format!("v{i}"))])
+        .collect();
+    want.extend((0..20).map(|i| vec![Some((i + 100).to_string()), Some(format!("v{i}!"))]));
+    assert_eq!(got, want, "rows come back in insertion order");
+    // an INSERT that selects nothing changes nothing
+    assert_eq!(
+        change(&db, "INSERT INTO s SELECT * FROM s WHERE k < 0").await,
+        "INSERT 0 0"
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM s").await,
+        vec![srow(&["40"])]
+    );
+}
+
+#[tokio::test]
+async fn failing_inserts_change_nothing() {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    change(
+        &db,
+        "INSERT INTO p (id, active) VALUES (1, true), (2, true)",
+    )
+    .await;
+    let before = query(&db, "SELECT * FROM p").await;
+    let cases = [
+        // a key the table holds
+        (
+            "INSERT INTO p (id, active) VALUES (5, true), (1, false)",
+            SqlState::UNIQUE_VIOLATION,
+            "p_pkey",
+        ),
+        // a key twice in one statement
+        (
+            "INSERT INTO p (id, active) VALUES (7, true), (7, false)",
+            SqlState::UNIQUE_VIOLATION,
+            "p_pkey",
+        ),
+        // NULL primary key
+        (
+            "INSERT INTO p (id, active) VALUES (NULL, true)",
+            SqlState::NOT_NULL_VIOLATION,
+            "id",
+        ),
+        // NOT NULL column left out, or NULL from an expression
+        (
+            "INSERT INTO p (id) VALUES (9)",
+            SqlState::NOT_NULL_VIOLATION,
+            "active",
+        ),
+        (
+            "INSERT INTO p (id, active) SELECT 9, NULLIF(true, true)",
+            SqlState::NOT_NULL_VIOLATION,
+            "active",
+        ),
+        // too long for VARCHAR(5)
+        (
+            "INSERT INTO p (id, name, active) VALUES (10, 'abcdefgh', true)",
+            SqlState::STRING_DATA_RIGHT_TRUNCATION,
+            "abcdefgh",
+        ),
+        // does not fit INT
+        (
+            "INSERT INTO p (id, active) VALUES (3000000000, true)",
+            SqlState::DATA_EXCEPTION,
+            "",
+        ),
+        // not a date
+        (
+            "INSERT INTO p (id, born, active) VALUES (11, 'yesterday', true)",
+            SqlState::DATA_EXCEPTION,
+            "",
+        ),
+    ];
+    for (sql, state, text) in cases {
+        let e = error(&db, sql).await;
+        let msg = e.to_string();
+        assert!(msg.contains(text), "{sql}: {msg}");
+        if state != SqlState::DATA_EXCEPTION {
+            assert_eq!(e.sqlstate(), state, "{sql}: {msg}");
+        }
+        assert!(!e.is_internal(), "{sql}: {msg}");
+        assert_eq!(query(&db, "SELECT * FROM p").await, before, "{sql}");
+    }
+    // every key is still free or taken as before
+    change(
+        &db,
+        "INSERT INTO p (id, active) VALUES (5, true), (7, true)",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["4"])]
+    );
+    assert!(
+        fail(&db, "INSERT INTO p (id, nope) VALUES (1, 2)")
+            .await
+            .contains("nope")
+    );
+    let msg = fail(&db, "INSERT INTO p (id) VALUES (1, 2)").await;
+    assert!(msg.contains("values"), "{msg}");
+    assert!(matches!(
+        error(&db, "INSERT INTO missing VALUES (1)")
+            .await
+            .sqlstate(),
+        SqlState::UNDEFINED_TABLE
+    ));
+    run(&db, "CREATE VIEW v AS SELECT * FROM p").await.unwrap();
+    assert!(
+        fail(&db, "INSERT INTO v (id, active) VALUES (99, true)")
+            .await
+            .contains("view")
+    );
+    assert!(
+        fail(
+            &db,
+            "INSERT INTO p (id, active) VALUES (1, true) ON CONFLICT DO NOTHING"
+        )
+        .await
+        .contains("ON CONFLICT")
+    );
+}
+
+#[tokio::test]
+async fn insert_returning() {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    let out = run(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (1, 'a', true), (2, 'b', false) \
+         RETURNING id * 10 AS tens, p.name AS n, *",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "INSERT 0 2");
+    let (schema, batches) = c.returning.as_ref().expect("RETURNING rows");
+    let names: Vec<_> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(
+        names,
+        ["tens", "n", "id", "name", "born", "score", "active"]
+    );
+    assert_eq!(
+        common::rows_of(batches),
+        vec![
+            row(&[
+                Some("10"),
+                Some("a"),
+                Some("1"),
+                Some("a"),
+                None,
+                None,
+                Some("true")
+            ]),
+            row(&[
+                Some("20"),
+                Some("b"),
+                Some("2"),
+                Some("b"),
+                None,
+                None,
+                Some("false")
+            ]),
+        ]
+    );
+    // a RETURNING that cannot be planned inserts nothing
+    assert!(
+        fail(
+            &db,
+            "INSERT INTO p (id, active) VALUES (3, true) RETURNING nope"
+        )
+        .await
+        .contains("nope")
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["2"])]
+    );
+}
+
+#[tokio::test]
+async fn create_table_as_takes_the_query_columns() {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    change(
+        &db,
+        "INSERT INTO p VALUES (1, 'ann', '1990-02-03', 1.5, true), (2, 'bo', NULL, 2, false)",
+    )
+    .await;
+    assert_eq!(
+        change(
+            &db,
+            "CREATE TABLE c AS SELECT id, upper(name) AS up, score * 2 AS twice, born, \
+             active, id::SMALLINT AS small, 1.5::DOUBLE AS d, NULL AS nothing FROM p"
+        )
+        .await,
+        "SELECT 2"
+    );
+    assert_eq!(
+        query(
+            &db,
+            "SELECT column_name, data_type FROM information_schema.columns \
+             WHERE table_name = 'c' ORDER BY ordinal_position"
+        )
+        .await,
+        vec![
+            srow(&["id", "Int32"]),
+            srow(&["up", "Utf8"]),
+            srow(&["twice", "Decimal128(27, 2)"]),
+            srow(&["born", "Date32"]),
+            srow(&["active", "Boolean"]),
+            srow(&["small", "Int16"]),
+            srow(&["d", "Float64"]),
+            srow(&["nothing", "Utf8"]),
+        ]
+    );
+    assert_eq!(
+        query(&db, "SELECT id, up, twice, born, small FROM c").await,
+        vec![
+            srow(&["1", "ANN", "3.00", "1990-02-03", "1"]),
+            row(&[Some("2"), Some("BO"), Some("4.00"), None, Some("2")]),
+        ]
+    );
+    // the new table takes rows like any other
+    change(&db, "INSERT INTO c (id) VALUES (3)").await;
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM c").await,
+        vec![srow(&["3"])]
+    );
+    // an existing name
+    assert_eq!(
+        error(&db, "CREATE TABLE c AS SELECT 1 AS x")
+            .await
+            .sqlstate(),
+        SqlState::DUPLICATE_TABLE
+    );
+    assert!(matches!(
+        run(&db, "CREATE TABLE IF NOT EXISTS c AS SELECT 1 AS x")
+            .await
+            .unwrap()
+            .as_slice(),
+        [StatementOutput::Done(_)]
+    ));
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM c").await,
+        vec![srow(&["3"])]
+    );
+    // a query that fails creates no table
+    assert!(
+        !fail(&db, "CREATE TABLE bad AS SELECT id / 0 AS x FROM p")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        error(&db, "SELECT * FROM bad").await.sqlstate(),
+        SqlState::UNDEFINED_TABLE
+    );
+    // duplicate column names are refused (by the planner already)
+    let msg = fail(&db, "CREATE TABLE dup AS SELECT id, 1 AS id FROM p").await;
+    assert!(msg.contains("id"), "{msg}");
+    assert_eq!(
+        error(&db, "SELECT * FROM dup").await.sqlstate(),
+        SqlState::UNDEFINED_TABLE
+    );
+}
+
+#[tokio::test]
+async fn truncate_empties_tables_and_their_indexes() {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    run(
+        &db,
+        "CREATE TABLE h (k INT, v TEXT) PARTITION BY HASH (k) PARTITIONS 4",
+    )
+    .await
+    .unwrap();
+    change(
+        &db,
+        "INSERT INTO h SELECT value, 'x' FROM generate_series(1, 1000)",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT count(*), sum(k) FROM h").await,
+        vec![srow(&["1000", "500500"])]
+    );
+    change(
+        &db,
+        "INSERT INTO p (id, active) VALUES (1, true), (2, true)",
+    )
+    .await;
+    run(&db, "CREATE INDEX p_name ON p (name)").await.unwrap();
+    // a missing table truncates nothing
+    assert_eq!(
+        error(&db, "TRUNCATE p, nope").await.sqlstate(),
+        SqlState::UNDEFINED_TABLE
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["2"])]
+    );
+    assert_eq!(change(&db, "TRUNCATE TABLE p, h").await, "TRUNCATE TABLE");
+    assert_eq!(
+        query(
+            &db,
+            "SELECT (SELECT count(*) FROM p) AS p, (SELECT count(*) FROM h) AS h"
+        )
+        .await,
+        vec![srow(&["0", "0"])]
+    );
+    assert!(query(&db, "SELECT * FROM p WHERE id = 1").await.is_empty());
+    // the keys are free again, and every index still exists
+    change(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (1, 'z', true)",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT id FROM p WHERE name = 'z'").await,
+        vec![srow(&["1"])]
+    );
+    assert!(
+        fail(&db, "CREATE INDEX p_name ON p (name)")
+            .await
+            .contains("p_name")
+    );
+    assert_eq!(
+        error(&db, "INSERT INTO p (id, active) VALUES (1, false)")
+            .await
+            .sqlstate(),
+        SqlState::UNIQUE_VIOLATION
+    );
+}
