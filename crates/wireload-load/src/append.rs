@@ -232,7 +232,7 @@ fn convert(
             row: first_row + row as u64 + 1,
             column: i + 1,
             column_name: col.name.clone(),
-            problem,
+            problem: Box::new(problem),
         };
         let want = col.ty.arrow_type();
         let mut array = if array.data_type() == &want {

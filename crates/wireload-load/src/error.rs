@@ -131,8 +131,8 @@ pub enum LoadError {
         column: usize,
         /// the table column's name
         column_name: String,
-        /// what is wrong
-        problem: BadValue,
+        /// what is wrong (boxed: it keeps every `LoadError` small)
+        problem: Box<BadValue>,
     },
     /// The load would give two rows of a unique index (PRIMARY KEY, UNIQUE) the same key.
     #[error(

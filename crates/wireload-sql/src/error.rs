@@ -152,6 +152,12 @@ pub enum SqlError {
     /// The statement was cancelled (Ctrl-C, a client's cancel request).
     #[error("statement cancelled")]
     Cancelled,
+    /// The statement ran longer than `statement_timeout` and was cancelled.
+    #[error("canceling statement due to statement timeout (statement_timeout = {} ms)", limit.as_millis())]
+    Timeout {
+        /// the setting
+        limit: std::time::Duration,
+    },
     /// The system could not do what was asked (no threads to start...).
     #[error("{0}")]
     Resources(String),
@@ -230,7 +236,7 @@ impl SqlError {
                 ExportError::Cancelled => SqlState::QUERY_CANCELED,
                 _ => SqlState::INTERNAL_ERROR,
             },
-            SqlError::Cancelled => SqlState::QUERY_CANCELED,
+            SqlError::Cancelled | SqlError::Timeout { .. } => SqlState::QUERY_CANCELED,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,
         }
@@ -261,7 +267,7 @@ fn load_state(e: &LoadError) -> SqlState {
             _ => SqlState::DATA_EXCEPTION,
         },
         LoadError::Mismatch { .. } => SqlState::BAD_COPY_FILE_FORMAT,
-        LoadError::ArrowValue { problem, .. } => match problem {
+        LoadError::ArrowValue { problem, .. } => match problem.as_ref() {
             BadValue::Null => SqlState::NOT_NULL_VIOLATION,
             BadValue::TooLong(_) => SqlState::STRING_DATA_RIGHT_TRUNCATION,
             _ => SqlState::DATA_EXCEPTION,

@@ -29,11 +29,12 @@ mod error;
 mod export;
 mod limits;
 mod parse;
+mod settings;
 mod unload;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -54,10 +55,14 @@ pub use dml::{CreateTableAs, Insert, RowChange, Truncate};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
+pub use settings::{Setting, SettingStatement, Settings};
 pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
 pub use wireload_types::sql::{ColumnsError, parse_columns, sql_type};
 
 use crate::unload::BinaryFormat;
+
+/// How often a running query looks whether it was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// What one statement produced.
 #[derive(Debug)]
@@ -138,6 +143,7 @@ pub struct Database {
     schema: Arc<CatalogSchema>,
     ctx: SessionContext,
     threads: usize,
+    settings: Mutex<Settings>,
 }
 
 impl std::fmt::Debug for Database {
@@ -163,6 +169,7 @@ impl Database {
             schema,
             ctx,
             threads,
+            settings: Mutex::new(Settings::default()),
         }
     }
 
@@ -197,14 +204,50 @@ impl Database {
         Ok(outputs)
     }
 
-    /// Runs one parsed statement.
+    /// wireload's settings as they are now.
+    pub fn settings(&self) -> Settings {
+        self.settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Runs one parsed statement. Setting `ctl.cancel` cancels it, and so does the
+    /// `statement_timeout` setting; a cancelled statement leaves every table as it was.
     pub async fn execute_statement(
         &self,
         statement: Statement,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
+        let Some(limit) = self.settings().statement_timeout else {
+            return self.run_statement(statement, ctl).await;
+        };
+        let run = self.run_statement(statement, ctl);
+        tokio::pin!(run);
+        match tokio::time::timeout(limit, &mut run).await {
+            Ok(result) => result,
+            Err(_) => {
+                // ask the statement to stop and wait until it has: it either stops without
+                // a trace or had already finished its work (then that result stands)
+                ctl.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+                match run.await {
+                    Err(e) if e.sqlstate() == SqlState::QUERY_CANCELED => {
+                        Err(SqlError::Timeout { limit })
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    async fn run_statement(
+        &self,
+        statement: Statement,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         match statement {
-            Statement::Query(q) => self.run_query(*q).await,
+            Statement::Setting(s) => Ok(self.setting(s)),
+            Statement::Query(q) => self.run_query(*q, ctl).await,
             Statement::CreateTable(c) => {
                 self.create_table(c.def, c.if_not_exists)?;
                 Ok(StatementOutput::Done("CREATE TABLE".into()))
@@ -352,7 +395,7 @@ impl Database {
         let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
         let df = self.ctx.execute_logical_plan(input).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let batches = df.collect().await?;
+        let batches = self.collect(df, ctl).await?;
         // RETURNING is evaluated first: when it fails, nothing is inserted
         let returning = match insert.returning {
             Some(items) => {
@@ -393,7 +436,8 @@ impl Database {
             wireload_storage::Partitioning::Single,
         )?;
         let plan = dml::cast_to_columns(plan, &columns)?;
-        let batches = self.ctx.execute_logical_plan(plan).await?.collect().await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let batches = self.collect(df, ctl).await?;
         // filled before it is attached: no one sees the table half-made
         let table = Arc::new(Table::new(def));
         let rows = self.append(&table, "CREATE TABLE AS", batches, ctl).await?;
@@ -444,6 +488,57 @@ impl Database {
                 .map_err(|error| SqlError::Load { table: name, error })
         })
         .await
+    }
+
+    fn setting(&self, statement: SettingStatement) -> StatementOutput {
+        let mut settings = self.settings.lock().unwrap_or_else(|e| e.into_inner());
+        match statement {
+            SettingStatement::Set(Setting::StatementTimeout, limit) => {
+                settings.statement_timeout = limit;
+                StatementOutput::Done("SET".into())
+            }
+            SettingStatement::Reset(Setting::StatementTimeout) => {
+                settings.statement_timeout = None;
+                StatementOutput::Done("RESET".into())
+            }
+            SettingStatement::Show(setting) => {
+                let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+                    arrow::datatypes::Field::new(
+                        setting.name(),
+                        arrow::datatypes::DataType::Utf8,
+                        false,
+                    ),
+                ]));
+                let value = arrow::array::StringArray::from(vec![settings.show(setting)]);
+                let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(value)])
+                    .expect("one string column");
+                StatementOutput::Rows {
+                    schema,
+                    batches: vec![batch],
+                }
+            }
+        }
+    }
+
+    /// Runs `df` to its batches; stops (dropping the query) when `ctl.cancel` is set.
+    async fn collect(
+        &self,
+        df: datafusion::dataframe::DataFrame,
+        ctl: &LoadControl,
+    ) -> Result<Vec<RecordBatch>, SqlError> {
+        let cancel = Arc::clone(&ctl.cancel);
+        let run = df.collect();
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                result = &mut run => return Ok(result?),
+                () = tokio::time::sleep(CANCEL_POLL) => {
+                    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                        return Err(SqlError::Cancelled);
+                    }
+                }
+            }
+        }
     }
 
     fn drop_tables(&self, drop: &DropTable) -> Result<StatementOutput, SqlError> {
@@ -584,7 +679,7 @@ impl Database {
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
                 let df = self.ctx.execute_logical_plan(plan).await?;
                 let schema = Arc::new(df.schema().as_arrow().clone());
-                let batches = df.collect().await?;
+                let batches = self.collect(df, ctl).await?;
                 ("query".to_string(), unload::Rows { schema, batches })
             }
         };
@@ -631,7 +726,11 @@ impl Database {
     }
 
     /// Plans and runs a statement DataFusion handles.
-    async fn run_query(&self, statement: DfStatement) -> Result<StatementOutput, SqlError> {
+    async fn run_query(
+        &self,
+        statement: DfStatement,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         let tag = command_tag(&statement);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         let done = match &plan {
@@ -658,11 +757,11 @@ impl Database {
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
         if done {
-            df.collect().await?;
+            self.collect(df, ctl).await?;
             return Ok(StatementOutput::Done(tag));
         }
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let batches = df.collect().await?;
+        let batches = self.collect(df, ctl).await?;
         Ok(StatementOutput::Rows { schema, batches })
     }
 }

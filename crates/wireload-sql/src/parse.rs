@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use datafusion::sql::parser::{DFParserBuilder, Statement as DfStatement};
+use datafusion::sql::parser::{DFParserBuilder, ResetStatement, Statement as DfStatement};
 use datafusion::sql::sqlparser::ast::{self, ObjectType};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -24,6 +24,7 @@ use crate::dml::{self, CreateTableAs, Insert, Truncate};
 use crate::error::SqlError;
 use crate::export::{self, Export, Import};
 use crate::limits;
+use crate::settings::{self, SettingStatement};
 
 /// One statement of a script, routed.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub enum Statement {
     Insert(Insert),
     /// `TRUNCATE`
     Truncate(Truncate),
+    /// `SET`, `SHOW` or `RESET` of a wireload setting (`statement_timeout`)
+    Setting(SettingStatement),
     /// `DROP TABLE`
     DropTable(DropTable),
     /// `CREATE [UNIQUE] INDEX`
@@ -142,8 +145,19 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
                 "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
             ));
         }
+        DfStatement::Reset(ResetStatement::Variable(name)) => {
+            return Ok(match settings::of_reset(&name) {
+                Some(s) => Statement::Setting(s),
+                None => {
+                    Statement::Query(Box::new(DfStatement::Reset(ResetStatement::Variable(name))))
+                }
+            });
+        }
         other => return Ok(Statement::Query(Box::new(other))),
     };
+    if let Some(s) = settings::of_ast(&ast)? {
+        return Ok(Statement::Setting(s));
+    }
     Ok(match *ast {
         ast::Statement::CreateTable(ct) if ct.query.is_some() => {
             Statement::CreateTableAs(dml::create_table_as(ct)?)
@@ -318,7 +332,9 @@ mod tests {
              DROP INDEX i; COPY t FROM 'f'; COPY t TO 'g'; COPY (SELECT 1) TO 'h'; \
              EXPORT DATABASE 'd'; IMPORT DATABASE 'd'; CREATE VIEW v AS SELECT 1; \
              EXPLAIN SELECT 1; SET datafusion.execution.batch_size = 3; \
-             INSERT INTO t VALUES (1) RETURNING a; CREATE TABLE u AS SELECT 1; TRUNCATE t, u",
+             INSERT INTO t VALUES (1) RETURNING a; CREATE TABLE u AS SELECT 1; TRUNCATE t, u; \
+             SET statement_timeout = '1s'; SHOW statement_timeout; RESET statement_timeout; \
+             RESET datafusion.execution.batch_size",
         )
         .unwrap()
         .iter()
@@ -335,6 +351,7 @@ mod tests {
             Statement::Insert(_) => "insert",
             Statement::CreateTableAs(_) => "create table as",
             Statement::Truncate(_) => "truncate",
+            Statement::Setting(_) => "setting",
         })
         .collect();
         assert_eq!(
@@ -355,7 +372,11 @@ mod tests {
                 "query",
                 "insert",
                 "create table as",
-                "truncate"
+                "truncate",
+                "setting",
+                "setting",
+                "setting",
+                "query"
             ]
         );
     }
