@@ -58,15 +58,23 @@ async fn statement_timeout_cancels_queries() {
         vec![srow(&["100000"])]
     );
     run(&db, "RESET statement_timeout").await.unwrap();
-    assert_eq!(query(&db, "SHOW statement_timeout").await, vec![srow(&["0"])]);
+    assert_eq!(
+        query(&db, "SHOW statement_timeout").await,
+        vec![srow(&["0"])]
+    );
     run(&db, "SET statement_timeout TO '1min'").await.unwrap();
-    assert_eq!(query(&db, "SHOW statement_timeout").await, vec![srow(&["60s"])]);
+    assert_eq!(
+        query(&db, "SHOW statement_timeout").await,
+        vec![srow(&["60s"])]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_insert_or_load_changes_nothing() {
     let db = with_rows(100_000).await;
-    run(&db, "CREATE TABLE u (k BIGINT PRIMARY KEY)").await.unwrap();
+    run(&db, "CREATE TABLE u (k BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
     run(&db, "SET statement_timeout = '50ms'").await.unwrap();
     let (e, _) = fails_within(
         &db,
@@ -75,7 +83,10 @@ async fn a_timed_out_insert_or_load_changes_nothing() {
     )
     .await;
     assert_eq!(e.sqlstate(), SqlState::QUERY_CANCELED, "{e}");
-    assert_eq!(query(&db, "SELECT count(*) FROM u").await, vec![srow(&["0"])]);
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM u").await,
+        vec![srow(&["0"])]
+    );
 
     // a load of three million rows (23 MB) does not finish in 5 ms
     let dir = tempfile::tempdir().unwrap();
@@ -90,7 +101,10 @@ async fn a_timed_out_insert_or_load_changes_nothing() {
     run(&db, "SET statement_timeout = 5").await.unwrap();
     let (e, _) = fails_within(&db, &copy, &LoadControl::default()).await;
     assert_eq!(e.sqlstate(), SqlState::QUERY_CANCELED, "{e}");
-    assert_eq!(query(&db, "SELECT count(*) FROM u").await, vec![srow(&["0"])]);
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM u").await,
+        vec![srow(&["0"])]
+    );
     // without the limit the same load succeeds, and its keys were never half-merged
     run(&db, "SET statement_timeout = 0").await.unwrap();
     let out = run(&db, &copy).await.unwrap();
