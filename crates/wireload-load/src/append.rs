@@ -12,7 +12,9 @@ use arrow::compute::kernels::cast::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
-use wireload_storage::Table;
+use wireload_storage::{Table, TableDef};
+
+use crate::partition::split_partitions;
 use wireload_types::{ColumnDef, SqlType};
 
 use crate::error::{BadValue, LoadError};
@@ -100,6 +102,23 @@ pub fn append_batches(
         seconds: start.elapsed().as_secs_f64(),
         chunks: groups.len(),
     })
+}
+
+/// The rows of `batch` as chunks of `def`'s table: columns matched by position and
+/// converted as [`append_batches`] converts them (NOT NULL and lengths checked), split into
+/// the table's partitions (one batch per partition, possibly empty). `what` names the rows
+/// in errors.
+pub fn table_chunks(
+    def: &TableDef,
+    what: &str,
+    batch: &RecordBatch,
+) -> Result<Vec<RecordBatch>, LoadError> {
+    let columns = &def.schema.columns;
+    check_shape(what, columns, batch.schema_ref())?;
+    let batch = convert(what, columns, &def.arrow_schema, batch, 0)?;
+    let (parts, _) = split_partitions(&batch, def.partitioning, false)
+        .map_err(|e| mismatch(what, format!("cannot partition: {e}")))?;
+    Ok(parts)
 }
 
 fn mismatch(file: &str, message: String) -> LoadError {

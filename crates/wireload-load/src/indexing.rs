@@ -283,6 +283,35 @@ pub(crate) fn create_index(table: &Table, index: IndexDef) -> Result<usize, Load
             index.name
         )));
     }
+    let new = build_over(def, base, index)?;
+    let keys = new.index.len();
+    let next = base.with_index(new);
+    guard.publish(next);
+    Ok(keys)
+}
+
+/// `version` with each of its indexes built anew over its rows (for writes that replace
+/// chunks); fails when a unique key is duplicated or NULL.
+pub(crate) fn rebuild_indexes(
+    def: &TableDef,
+    mut version: TableVersion,
+) -> Result<TableVersion, LoadError> {
+    let defs: Vec<IndexDef> = version.indexes.iter().map(|i| (*i.def).clone()).collect();
+    let mut indexes = Vec::with_capacity(defs.len());
+    for index in defs {
+        indexes.push(build_over(def, &version, index)?);
+    }
+    version.indexes = indexes;
+    Ok(version)
+}
+
+/// Index `index` over the rows of `base`: every chunk a segment, indexed in parallel, then
+/// merged.
+fn build_over(
+    def: &TableDef,
+    base: &TableVersion,
+    index: IndexDef,
+) -> Result<TableIndex, LoadError> {
     let indexes = LoadIndexes::new_index(def, index)?;
     let slots: Vec<(usize, usize)> = base
         .partitions
@@ -332,9 +361,5 @@ pub(crate) fn create_index(table: &Table, index: IndexDef) -> Result<usize, Load
             key: indexes.key_text(i, chunk(slot), dup.second.pos() as usize),
         }
     })?;
-    let new = merged.pop().expect("one index");
-    let keys = new.index.len();
-    let next = base.with_index(new);
-    guard.publish(next);
-    Ok(keys)
+    Ok(merged.pop().expect("one index"))
 }

@@ -23,7 +23,7 @@ mod publish;
 mod source;
 mod task;
 
-pub use append::append_batches;
+pub use append::{append_batches, table_chunks};
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use parse::default_chunk_size;
@@ -84,6 +84,15 @@ pub fn parse_records(
 /// is unique and two rows have equal keys or a key is NULL.
 pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<usize, LoadError> {
     indexing::create_index(table, index)
+}
+
+/// `version` with each of its indexes built anew over its rows, in parallel (for writes
+/// that replace chunks: UPDATE, DELETE). Fails when a unique key is duplicated or NULL.
+pub fn rebuild_indexes(
+    def: &wireload_storage::TableDef,
+    version: wireload_storage::TableVersion,
+) -> Result<wireload_storage::TableVersion, LoadError> {
+    indexing::rebuild_indexes(def, version)
 }
 
 /// The column names in the header record of `source` (the first record, parsed with `dialect`).

@@ -19,11 +19,12 @@ use wireload_types::{ColumnDef, SqlType};
 use crate::ddl::table_name;
 use crate::error::SqlError;
 
-/// A parsed `INSERT`: the statement DataFusion plans (columns matched and cast to the
-/// table's types), and the RETURNING list wireload evaluates over the inserted rows.
+/// A parsed `INSERT`, `UPDATE` or `DELETE`: the statement DataFusion plans (for INSERT,
+/// columns matched and cast to the table's types), and the RETURNING list wireload
+/// evaluates over the rows written.
 #[derive(Debug, Clone)]
-pub struct Insert {
-    /// The INSERT without its RETURNING clause.
+pub struct Write {
+    /// The statement without its RETURNING clause.
     pub statement: Box<DfStatement>,
     /// `RETURNING` items, when given.
     pub returning: Option<Vec<SelectItem>>,
@@ -52,7 +53,8 @@ pub struct Truncate {
 /// Rows a statement inserted, updated or deleted.
 #[derive(Debug)]
 pub struct RowChange {
-    /// The command: `INSERT`, `SELECT` (CREATE TABLE AS, as PostgreSQL tags it), `TRUNCATE`.
+    /// The command: `INSERT`, `UPDATE`, `DELETE`, `SELECT` (CREATE TABLE AS, as PostgreSQL
+    /// tags it) or `TRUNCATE`.
     pub command: &'static str,
     /// Rows affected.
     pub rows: u64,
@@ -71,18 +73,28 @@ impl RowChange {
     }
 }
 
-/// An `INSERT` statement: RETURNING taken apart, clauses wireload does not support refused.
-pub(crate) fn insert(mut insert: ast::Insert) -> Result<Insert, SqlError> {
-    if insert.on.is_some() {
-        return Err(SqlError::NotSupported(
-            "INSERT ... ON CONFLICT is not supported yet".into(),
-        ));
-    }
-    let returning = insert.returning.take();
-    Ok(Insert {
-        statement: Box::new(DfStatement::Statement(Box::new(ast::Statement::Insert(
-            insert,
-        )))),
+/// An `INSERT`, `UPDATE` or `DELETE` statement: RETURNING taken apart, clauses wireload
+/// does not support refused.
+pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
+    let returning = match &mut statement {
+        ast::Statement::Insert(insert) => {
+            if insert.on.is_some() {
+                return Err(SqlError::NotSupported(
+                    "INSERT ... ON CONFLICT is not supported yet".into(),
+                ));
+            }
+            insert.returning.take()
+        }
+        ast::Statement::Update(update) => update.returning.take(),
+        ast::Statement::Delete(delete) => delete.returning.take(),
+        other => {
+            return Err(SqlError::Internal(format!(
+                "not an INSERT, UPDATE or DELETE: {other}"
+            )));
+        }
+    };
+    Ok(Write {
+        statement: Box::new(DfStatement::Statement(Box::new(statement))),
         returning,
     })
 }

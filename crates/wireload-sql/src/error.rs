@@ -28,6 +28,7 @@ impl SqlState {
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
@@ -149,6 +150,14 @@ pub enum SqlError {
     /// EXPORT or IMPORT DATABASE failed; the database and the target are unchanged.
     #[error(transparent)]
     Export(#[from] ExportError),
+    /// Another write to the same table was published while this one ran (first writer wins).
+    #[error(
+        "could not serialize access to table \"{table}\" due to a concurrent write; retry the statement"
+    )]
+    SerializationFailure {
+        /// the table
+        table: String,
+    },
     /// The statement was cancelled (Ctrl-C, a client's cancel request).
     #[error("statement cancelled")]
     Cancelled,
@@ -164,6 +173,12 @@ pub enum SqlError {
     /// A bug of wireload: an invariant did not hold.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<datafusion::arrow::error::ArrowError> for SqlError {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        SqlError::Query(DataFusionError::from(e))
+    }
 }
 
 impl From<ParserError> for SqlError {
@@ -237,6 +252,7 @@ impl SqlError {
                 _ => SqlState::INTERNAL_ERROR,
             },
             SqlError::Cancelled | SqlError::Timeout { .. } => SqlState::QUERY_CANCELED,
+            SqlError::SerializationFailure { .. } => SqlState::SERIALIZATION_FAILURE,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,
         }

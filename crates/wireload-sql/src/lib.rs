@@ -29,6 +29,7 @@ mod error;
 mod export;
 mod limits;
 mod parse;
+mod rewrite;
 mod settings;
 mod unload;
 
@@ -39,7 +40,9 @@ use std::time::{Duration, Instant};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement, WriteOp};
+use datafusion::logical_expr::{
+    DdlStatement, DmlStatement, LogicalPlan, Statement as PlanStatement, WriteOp,
+};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
@@ -51,7 +54,7 @@ use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
-pub use dml::{CreateTableAs, Insert, RowChange, Truncate};
+pub use dml::{CreateTableAs, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
@@ -253,7 +256,7 @@ impl Database {
                 Ok(StatementOutput::Done("CREATE TABLE".into()))
             }
             Statement::CreateTableAs(c) => self.create_table_as(c, ctl).await,
-            Statement::Insert(i) => self.insert(i, ctl).await,
+            Statement::Write(w) => self.write(w, ctl).await,
             Statement::Truncate(t) => self.truncate(&t),
             Statement::DropTable(d) => self.drop_tables(&d),
             Statement::CreateIndex(c) => self.create_index(c).await,
@@ -371,44 +374,114 @@ impl Database {
         })
     }
 
-    /// `INSERT`: DataFusion plans the rows (columns matched, cast to the table's types), and
-    /// they are appended and published like a load's; nothing changes when any row fails.
-    async fn insert(&self, insert: Insert, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
-        let plan = self
-            .ctx
-            .state()
-            .statement_to_plan(*insert.statement)
-            .await?;
+    /// `INSERT`, `UPDATE` or `DELETE`, planned by DataFusion; nothing changes when the
+    /// statement fails.
+    async fn write(&self, write: Write, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
+        let plan = self.ctx.state().statement_to_plan(*write.statement).await?;
         let LogicalPlan::Dml(dml) = plan else {
             return Err(SqlError::Internal(format!(
-                "INSERT planned as {}",
+                "a write planned as {}",
                 plan.display()
             )));
         };
-        if dml.op != WriteOp::Insert(InsertOp::Append) {
-            return Err(SqlError::NotSupported(format!(
-                "{} is not supported; use INSERT INTO",
-                dml.op
-            )));
-        }
         let table = self.table(dml.table_name.table())?;
+        match &dml.op {
+            WriteOp::Insert(InsertOp::Append) => {
+                self.insert(&table, dml, write.returning, ctl).await
+            }
+            WriteOp::Update | WriteOp::Delete => {
+                self.rewrite(&table, dml, write.returning, ctl).await
+            }
+            op => Err(SqlError::NotSupported(format!("{op} is not supported"))),
+        }
+    }
+
+    /// `INSERT`: DataFusion plans the rows (columns matched, cast to the table's types), and
+    /// they are appended and published like a load's.
+    async fn insert(
+        &self,
+        table: &Arc<Table>,
+        dml: DmlStatement,
+        returning: Option<Vec<ast::SelectItem>>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
         let df = self.ctx.execute_logical_plan(input).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         let batches = self.collect(df, ctl).await?;
         // RETURNING is evaluated first: when it fails, nothing is inserted
-        let returning = match insert.returning {
+        let returning = match returning {
             Some(items) => {
                 Some(dml::returning(&self.ctx, table.name(), items, schema, batches.clone()).await?)
             }
             None => None,
         };
-        let rows = self.append(&table, "INSERT", batches, ctl).await?;
+        let rows = self.append(table, "INSERT", batches, ctl).await?;
         Ok(StatementOutput::Changed(RowChange {
             command: "INSERT",
             rows,
             returning,
         }))
+    }
+
+    /// `UPDATE` or `DELETE` over the table's current snapshot, published only when no
+    /// other write to the table was published meanwhile (else tried again, then refused).
+    async fn rewrite(
+        &self,
+        table: &Arc<Table>,
+        dml: DmlStatement,
+        returning: Option<Vec<ast::SelectItem>>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        const ATTEMPTS: usize = 3;
+        let command = if dml.op == WriteOp::Update {
+            "UPDATE"
+        } else {
+            "DELETE"
+        };
+        let row_write = Arc::new(rewrite::RowWrite::plan(&self.ctx, &dml)?);
+        for _ in 0..ATTEMPTS {
+            let base = table.snapshot();
+            let (target, snapshot, write) =
+                (Arc::clone(table), Arc::clone(&base), Arc::clone(&row_write));
+            let what = format!("{command} {}", quote_ident(table.name()));
+            let written = self
+                .run_blocking(None, move || {
+                    rewrite::apply(target.def(), &snapshot, &write, &what)
+                })
+                .await?;
+            let returned = match &returning {
+                Some(items) => Some(
+                    dml::returning(
+                        &self.ctx,
+                        table.name(),
+                        items.clone(),
+                        Arc::clone(&base.schema),
+                        written.returned,
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
+            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(SqlError::Cancelled);
+            }
+            let guard = table.begin_write();
+            if guard.base().number != base.number {
+                continue;
+            }
+            if written.rows > 0 {
+                guard.publish(written.version);
+            }
+            return Ok(StatementOutput::Changed(RowChange {
+                command,
+                rows: written.rows,
+                returning: returned,
+            }));
+        }
+        Err(SqlError::SerializationFailure {
+            table: table.name().to_string(),
+        })
     }
 
     /// `CREATE TABLE ... AS query`: the table gets the query's columns (every column
@@ -745,8 +818,7 @@ impl Database {
             }
             LogicalPlan::Dml(dml) => {
                 return Err(SqlError::NotSupported(format!(
-                    "{tag} is not supported yet (table \"{}\"); INSERT, CREATE TABLE AS and \
-                     TRUNCATE are",
+                    "{tag} into table \"{}\" is not supported",
                     dml.table_name
                 )));
             }

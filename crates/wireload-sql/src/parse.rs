@@ -2,7 +2,7 @@
 //! [`Statement`]s that the database routes on. wireload's own statements (COPY with its load
 //! options, EXPORT/IMPORT DATABASE, CREATE TABLE with `PARTITION BY HASH ... PARTITIONS n`)
 //! are parsed here with the same parser, as are the statements that write rows (INSERT,
-//! CREATE TABLE AS, TRUNCATE); everything else is DataFusion's statement, planned
+//! UPDATE, DELETE, CREATE TABLE AS, TRUNCATE); everything else is DataFusion's statement, planned
 //! from its AST.
 //!
 //! [`is_complete`] tells an interactive shell whether the text typed so far ends in a
@@ -20,7 +20,7 @@ use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 
 use crate::copy::{self, CopyFrom, CopyTo};
 use crate::ddl::{self, CreateIndex, CreateTable, DropIndex, DropTable};
-use crate::dml::{self, CreateTableAs, Insert, Truncate};
+use crate::dml::{self, CreateTableAs, Truncate, Write};
 use crate::error::SqlError;
 use crate::export::{self, Export, Import};
 use crate::limits;
@@ -35,8 +35,8 @@ pub enum Statement {
     CreateTable(CreateTable),
     /// `CREATE TABLE ... AS query`
     CreateTableAs(CreateTableAs),
-    /// `INSERT INTO`
-    Insert(Insert),
+    /// `INSERT`, `UPDATE` or `DELETE`
+    Write(Write),
     /// `TRUNCATE`
     Truncate(Truncate),
     /// `SET`, `SHOW` or `RESET` of a wireload setting (`statement_timeout`)
@@ -162,7 +162,9 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
         ast::Statement::CreateTable(ct) if ct.query.is_some() => {
             Statement::CreateTableAs(dml::create_table_as(ct)?)
         }
-        ast::Statement::Insert(insert) => Statement::Insert(dml::insert(insert)?),
+        write @ (ast::Statement::Insert(_)
+        | ast::Statement::Update(_)
+        | ast::Statement::Delete(_)) => Statement::Write(dml::write(write)?),
         ast::Statement::Truncate(t) => Statement::Truncate(dml::truncate(t)?),
         ast::Statement::CreateTable(ct) => {
             let partitions = parse_partitions(&mut df.parser)?;
@@ -348,7 +350,7 @@ mod tests {
             Statement::CopyTo(_) => "copy to",
             Statement::Export(_) => "export",
             Statement::Import(_) => "import",
-            Statement::Insert(_) => "insert",
+            Statement::Write(_) => "write",
             Statement::CreateTableAs(_) => "create table as",
             Statement::Truncate(_) => "truncate",
             Statement::Setting(_) => "setting",
@@ -370,7 +372,7 @@ mod tests {
                 "query",
                 "query",
                 "query",
-                "insert",
+                "write",
                 "create table as",
                 "truncate",
                 "setting",

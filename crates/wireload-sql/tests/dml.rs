@@ -1,5 +1,5 @@
-//! INSERT, CREATE TABLE AS and TRUNCATE: rows go through the load's append/publish stage, so
-//! constraints hold and a failing statement leaves every table as it was.
+//! INSERT, UPDATE, DELETE, CREATE TABLE AS and TRUNCATE: constraints hold, indexes stay
+//! exact, and a failing statement leaves every table as it was.
 
 mod common;
 
@@ -412,4 +412,220 @@ async fn truncate_empties_tables_and_their_indexes() {
             .sqlstate(),
         SqlState::UNIQUE_VIOLATION
     );
+}
+
+/// Table `p` with ids 1..=10, named `n1`..`n10`, active when even.
+async fn ten_people() -> Database {
+    let db = db(2);
+    run(&db, PEOPLE).await.unwrap();
+    change(
+        &db,
+        "INSERT INTO p (id, name, active) SELECT value, 'n' || value, value % 2 = 0 \
+         FROM generate_series(1, 10)",
+    )
+    .await;
+    db
+}
+
+fn ids(rows: &[common::Row]) -> Vec<String> {
+    rows.iter().map(|r| r[0].clone().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn delete_removes_rows_and_frees_their_keys() {
+    let db = ten_people().await;
+    assert_eq!(
+        change(&db, "DELETE FROM p WHERE id % 2 = 0").await,
+        "DELETE 5"
+    );
+    assert_eq!(
+        ids(&query(&db, "SELECT * FROM p").await),
+        ["1", "3", "5", "7", "9"],
+        "the rest keep their order"
+    );
+    // the index knows: a deleted key is gone and free again
+    assert!(query(&db, "SELECT * FROM p WHERE id = 4").await.is_empty());
+    assert_eq!(
+        query(&db, "SELECT name FROM p WHERE id = 5").await,
+        vec![srow(&["n5"])]
+    );
+    change(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (4, 'again', true)",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT name FROM p WHERE id = 4").await,
+        vec![srow(&["again"])]
+    );
+    // NULL does not match; nothing matched is DELETE 0
+    assert_eq!(
+        change(&db, "DELETE FROM p WHERE name = NULL").await,
+        "DELETE 0"
+    );
+    assert_eq!(
+        change(&db, "DELETE FROM p WHERE id > 100").await,
+        "DELETE 0"
+    );
+    let out = run(&db, "DELETE FROM p WHERE id IN (1, 3) RETURNING id, name")
+        .await
+        .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "DELETE 2");
+    let (_, batches) = c.returning.as_ref().unwrap();
+    assert_eq!(
+        common::rows_of(batches),
+        vec![srow(&["1", "n1"]), srow(&["3", "n3"])]
+    );
+    assert_eq!(change(&db, "DELETE FROM p").await, "DELETE 4");
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["0"])]
+    );
+}
+
+#[tokio::test]
+async fn update_changes_rows_and_keeps_keys_unique() {
+    let db = ten_people().await;
+    assert_eq!(
+        change(
+            &db,
+            "UPDATE p SET name = upper(name), score = id * 1.5 WHERE id <= 2"
+        )
+        .await,
+        "UPDATE 2"
+    );
+    assert_eq!(
+        query(
+            &db,
+            "SELECT id, name, score FROM p WHERE id <= 3 ORDER BY id"
+        )
+        .await,
+        vec![
+            srow(&["1", "N1", "1.50"]),
+            srow(&["2", "N2", "3.00"]),
+            row(&[Some("3"), Some("n3"), None]),
+        ]
+    );
+    let before = query(&db, "SELECT * FROM p ORDER BY id").await;
+    // a key another row has, a key twice, NULL in NOT NULL, too long: nothing changes
+    for (sql, state) in [
+        (
+            "UPDATE p SET id = 3 WHERE id = 4",
+            SqlState::UNIQUE_VIOLATION,
+        ),
+        (
+            "UPDATE p SET id = 99 WHERE id < 3",
+            SqlState::UNIQUE_VIOLATION,
+        ),
+        (
+            "UPDATE p SET active = NULL WHERE id = 4",
+            SqlState::NOT_NULL_VIOLATION,
+        ),
+        (
+            "UPDATE p SET name = 'toolong' WHERE id = 4",
+            SqlState::STRING_DATA_RIGHT_TRUNCATION,
+        ),
+        (
+            "UPDATE p SET id = NULL WHERE id = 4",
+            SqlState::NOT_NULL_VIOLATION,
+        ),
+    ] {
+        let e = error(&db, sql).await;
+        assert_eq!(e.sqlstate(), state, "{sql}: {e}");
+        assert_eq!(
+            query(&db, "SELECT * FROM p ORDER BY id").await,
+            before,
+            "{sql}"
+        );
+    }
+    // every key moves at once: no row collides with a key it leaves
+    assert_eq!(change(&db, "UPDATE p SET id = id + 1").await, "UPDATE 10");
+    assert_eq!(
+        query(&db, "SELECT name FROM p WHERE id = 11").await,
+        vec![srow(&["n10"])]
+    );
+    assert!(query(&db, "SELECT * FROM p WHERE id = 1").await.is_empty());
+    let out = run(
+        &db,
+        "UPDATE p SET active = NOT active WHERE id = 2 RETURNING id, active",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "UPDATE 1");
+    assert_eq!(
+        common::rows_of(&c.returning.as_ref().unwrap().1),
+        vec![srow(&["2", "true"])]
+    );
+    assert_eq!(
+        change(&db, "UPDATE p SET name = 'x' WHERE false").await,
+        "UPDATE 0"
+    );
+}
+
+#[tokio::test]
+async fn update_moves_rows_between_hash_partitions() {
+    let db = db(2);
+    run(
+        &db,
+        "CREATE TABLE h (k INT PRIMARY KEY, v TEXT) PARTITION BY HASH (k) PARTITIONS 4",
+    )
+    .await
+    .unwrap();
+    change(
+        &db,
+        "INSERT INTO h SELECT value, 'v' FROM generate_series(1, 1000)",
+    )
+    .await;
+    assert_eq!(
+        change(&db, "UPDATE h SET k = k * 2 + 5000 WHERE k <= 500").await,
+        "UPDATE 500"
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*), sum(k) FROM h").await,
+        vec![srow(&[
+            "1000",
+            &(((501..=1000).sum::<i64>()) + (1..=500).map(|k| k * 2 + 5000).sum::<i64>())
+                .to_string()
+        ])]
+    );
+    for k in [6000, 5002, 501, 1000] {
+        assert_eq!(
+            query(&db, &format!("SELECT count(*) FROM h WHERE k = {k}")).await,
+            vec![srow(&["1"])],
+            "{k}"
+        );
+    }
+    assert!(query(&db, "SELECT * FROM h WHERE k = 7").await.is_empty());
+}
+
+#[tokio::test]
+async fn unsupported_writes_say_so_and_change_nothing() {
+    let db = ten_people().await;
+    run(&db, "CREATE TABLE o (id INT)").await.unwrap();
+    for (sql, what) in [
+        ("DELETE FROM p WHERE id IN (SELECT id FROM o)", "subquery"),
+        ("UPDATE p SET name = 'x' FROM o WHERE p.id = o.id", "FROM"),
+    ] {
+        let msg = fail(&db, sql).await;
+        assert!(
+            msg.contains(what) && msg.contains("not supported"),
+            "{sql}: {msg}"
+        );
+    }
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["10"])]
+    );
+    assert!(
+        fail(&db, "DELETE FROM p WHERE nope = 1")
+            .await
+            .contains("nope")
+    );
+    assert!(fail(&db, "UPDATE p SET nope = 1").await.contains("nope"));
 }

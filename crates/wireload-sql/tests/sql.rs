@@ -703,25 +703,6 @@ async fn copy_statement_errors() {
 }
 
 #[tokio::test]
-async fn update_and_delete_are_not_supported_yet() {
-    let db = db(1);
-    run(&db, "CREATE TABLE t (a INT); INSERT INTO t VALUES (1)")
-        .await
-        .unwrap();
-    for (sql, what) in [
-        ("UPDATE t SET a = 2", "UPDATE"),
-        ("DELETE FROM t WHERE a = 1", "DELETE"),
-    ] {
-        let msg = fail(&db, sql).await;
-        assert!(
-            msg.contains(what) && msg.contains("not supported yet"),
-            "{msg}"
-        );
-    }
-    assert_eq!(query(&db, "SELECT a FROM t").await, vec![srow(&["1"])]);
-}
-
-#[tokio::test]
 async fn views_information_schema_and_explain() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(2);
