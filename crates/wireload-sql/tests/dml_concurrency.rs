@@ -1,0 +1,142 @@
+//! Writes beside readers and other writers: every statement is atomic, readers see whole
+//! versions only, and concurrent writes to one table never lose an update (the later one
+//! starts again or fails with SQLSTATE 40001, never overwrites).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use common::{db, query, run, srow};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use wireload_load::LoadControl;
+use wireload_sql::{Database, SqlState};
+
+const ACCOUNTS: u64 = 20;
+const BALANCE: u64 = 1000;
+
+/// Runs `sql` until it does not fail with a serialization failure; returns how many times
+/// it did.
+async fn until_done(db: &Database, sql: &str) -> u64 {
+    let mut retries = 0;
+    loop {
+        match db.execute(sql, &LoadControl::default()).await {
+            Ok(_) => return retries,
+            Err(e) if e.sqlstate() == SqlState::SERIALIZATION_FAILURE => retries += 1,
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transfers_keep_the_total_while_loads_and_readers_run() {
+    let db = Arc::new(db(2));
+    run(
+        &db,
+        &format!(
+            "CREATE TABLE acct (id INT PRIMARY KEY, bal BIGINT NOT NULL); \
+             INSERT INTO acct SELECT value, {BALANCE} FROM generate_series(1, {ACCOUNTS}); \
+             CREATE TABLE log (n BIGINT, note TEXT)"
+        ),
+    )
+    .await
+    .unwrap();
+    let total = (ACCOUNTS * BALANCE).to_string();
+    let done = Arc::new(AtomicBool::new(false));
+    let retries = Arc::new(AtomicU64::new(0));
+
+    // readers: every snapshot holds the whole money and every account once
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let (db, done, total) = (Arc::clone(&db), Arc::clone(&done), total.clone());
+        readers.push(tokio::spawn(async move {
+            let mut seen = 0u64;
+            while !done.load(Ordering::SeqCst) || seen == 0 {
+                assert_eq!(
+                    query(
+                        &db,
+                        "SELECT sum(bal), count(*), count(DISTINCT id) FROM acct"
+                    )
+                    .await,
+                    vec![srow(&[
+                        &total,
+                        &ACCOUNTS.to_string(),
+                        &ACCOUNTS.to_string()
+                    ])]
+                );
+                seen += 1;
+                tokio::task::yield_now().await;
+            }
+            seen
+        }));
+    }
+    // a writer appending to another table all along
+    let appender = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while !done.load(Ordering::SeqCst) {
+                run(&db, &format!("INSERT INTO log VALUES ({n}, 'tick')"))
+                    .await
+                    .unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    // four movers, each a single statement moving money between two accounts
+    let mut movers = Vec::new();
+    for seed in 0..4u64 {
+        let (db, retries) = (Arc::clone(&db), Arc::clone(&retries));
+        movers.push(tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(seed);
+            for _ in 0..40 {
+                let from = rng.random_range(1..=ACCOUNTS);
+                let to = (from % ACCOUNTS) + 1;
+                let amount = rng.random_range(1..50);
+                let sql = format!(
+                    "UPDATE acct SET bal = bal + CASE WHEN id = {from} THEN -{amount} ELSE {amount} END \
+                     WHERE id IN ({from}, {to})"
+                );
+                retries.fetch_add(until_done(&db, &sql).await, Ordering::SeqCst);
+            }
+        }));
+    }
+    for m in movers {
+        m.await.unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    let ticks = appender.await.unwrap();
+    for r in readers {
+        assert!(r.await.unwrap() > 0);
+    }
+    assert_eq!(
+        query(&db, "SELECT sum(bal), count(*) FROM acct").await,
+        vec![srow(&[&total, &ACCOUNTS.to_string()])]
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*), count(DISTINCT n) FROM log").await,
+        vec![srow(&[&ticks.to_string(), &ticks.to_string()])],
+        "no insert lost"
+    );
+    // a deposit per account, concurrently: all of them count (none overwrites another)
+    let mut depositors = Vec::new();
+    for id in 1..=ACCOUNTS {
+        let db = Arc::clone(&db);
+        depositors.push(tokio::spawn(async move {
+            until_done(
+                &db,
+                &format!("UPDATE acct SET bal = bal + 1 WHERE id = {id}"),
+            )
+            .await
+        }));
+    }
+    for d in depositors {
+        d.await.unwrap();
+    }
+    assert_eq!(
+        query(&db, "SELECT sum(bal) FROM acct").await,
+        vec![srow(&[&(ACCOUNTS * BALANCE + ACCOUNTS).to_string()])]
+    );
+}
