@@ -13,6 +13,9 @@ use wireload_sql::{SqlState, StatementOutput};
 /// One row: key, number, text.
 type Row = (i64, Option<i64>, Option<String>);
 
+/// Which rows a DELETE keeps.
+type Keep = Box<dyn Fn(&Row) -> bool>;
+
 /// A statement and what the model says it does.
 struct Step {
     sql: String,
@@ -111,7 +114,7 @@ fn step(rng: &mut StdRng, model: &[Row]) -> Step {
             Step { sql, outcome }
         }
         _ => {
-            let (sql, keep): (String, Box<dyn Fn(&Row) -> bool>) = match rng.random_range(0..3) {
+            let (sql, keep): (String, Keep) = match rng.random_range(0..3) {
                 0 => (
                     format!("DELETE FROM m WHERE k BETWEEN {lo} AND {hi}"),
                     Box::new(move |r: &Row| !(lo..=hi).contains(&r.0)),
