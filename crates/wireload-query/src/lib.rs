@@ -29,4 +29,4 @@ mod session;
 pub use order::{KeepInsertionOrder, ORDER_BUFFER_BYTES, OrderedCoalesceExec};
 pub use provider::{CatalogSchema, SnapshotTable};
 pub use scan::SnapshotScanExec;
-pub use session::{DEFAULT_CATALOG, DEFAULT_SCHEMA, new_session};
+pub use session::{DEFAULT_CATALOG, DEFAULT_SCHEMA, new_session, new_sibling_session};

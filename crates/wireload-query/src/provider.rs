@@ -132,7 +132,8 @@ impl TableProvider for SnapshotTable {
 #[derive(Debug)]
 pub struct CatalogSchema {
     catalog: Arc<Catalog>,
-    others: RwLock<BTreeMap<String, Arc<dyn TableProvider>>>,
+    others: Arc<RwLock<BTreeMap<String, Arc<dyn TableProvider>>>>,
+    overlay: RwLock<Option<BTreeMap<String, Arc<Table>>>>,
 }
 
 impl CatalogSchema {
@@ -140,7 +141,33 @@ impl CatalogSchema {
     pub fn new(catalog: Arc<Catalog>) -> Self {
         CatalogSchema {
             catalog,
-            others: RwLock::new(BTreeMap::new()),
+            others: Arc::new(RwLock::new(BTreeMap::new())),
+            overlay: RwLock::new(None),
+        }
+    }
+
+    /// A schema over the same tables and views, with an overlay of its own (for another
+    /// session).
+    pub fn sibling(&self) -> Self {
+        CatalogSchema {
+            catalog: Arc::clone(&self.catalog),
+            others: Arc::clone(&self.others),
+            overlay: RwLock::new(None),
+        }
+    }
+
+    /// Queries read `tables` instead of the catalog's tables of the same names (a
+    /// transaction's private copies) until the overlay is set to `None`.
+    pub fn set_overlay(&self, tables: Option<BTreeMap<String, Arc<Table>>>) {
+        *self.overlay.write().unwrap_or_else(|e| e.into_inner()) = tables;
+    }
+
+    /// The table queries read for `name`: the overlay's, else the catalog's.
+    fn resolve(&self, name: &str) -> Option<Arc<Table>> {
+        let overlay = self.overlay.read().unwrap_or_else(|e| e.into_inner());
+        match overlay.as_ref().and_then(|o| o.get(name)) {
+            Some(t) => Some(Arc::clone(t)),
+            None => self.catalog.table(name),
         }
     }
 
@@ -179,7 +206,7 @@ impl SchemaProvider for CatalogSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        if let Some(t) = self.catalog.table(name) {
+        if let Some(t) = self.resolve(name) {
             return Ok(Some(Arc::new(SnapshotTable::new(t))));
         }
         Ok(self

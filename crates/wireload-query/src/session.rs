@@ -20,6 +20,21 @@ pub const DEFAULT_SCHEMA: &str = "public";
 /// partitions, PostgreSQL's SQL dialect, and insertion order kept where no ORDER BY says
 /// otherwise. Returns the session and the schema provider that holds the tables.
 pub fn new_session(catalog: Arc<Catalog>, threads: usize) -> (SessionContext, Arc<CatalogSchema>) {
+    let schema = Arc::new(CatalogSchema::new(catalog));
+    (session_over(Arc::clone(&schema), threads), schema)
+}
+
+/// Another session over the tables and views of `schema` (its own settings, and its own
+/// overlay for a transaction's private tables).
+pub fn new_sibling_session(
+    schema: &CatalogSchema,
+    threads: usize,
+) -> (SessionContext, Arc<CatalogSchema>) {
+    let schema = Arc::new(schema.sibling());
+    (session_over(Arc::clone(&schema), threads), schema)
+}
+
+fn session_over(schema: Arc<CatalogSchema>, threads: usize) -> SessionContext {
     let mut config = SessionConfig::new()
         .with_target_partitions(threads.max(1))
         .with_information_schema(true)
@@ -31,10 +46,9 @@ pub fn new_session(catalog: Arc<Catalog>, threads: usize) -> (SessionContext, Ar
         .with_physical_optimizer_rule(Arc::new(KeepInsertionOrder))
         .build();
     let ctx = SessionContext::new_with_state(state);
-    let schema = Arc::new(CatalogSchema::new(catalog));
     ctx.catalog(DEFAULT_CATALOG)
         .expect("the default catalog exists")
-        .register_schema(DEFAULT_SCHEMA, Arc::clone(&schema) as _)
+        .register_schema(DEFAULT_SCHEMA, schema as _)
         .expect("the default catalog accepts schemas");
-    (ctx, schema)
+    ctx
 }

@@ -29,6 +29,7 @@ impl SqlState {
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
+    pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
@@ -158,6 +159,10 @@ pub enum SqlError {
         /// the table
         table: String,
     },
+    /// A statement of the open transaction failed; only COMMIT (which rolls back) or
+    /// ROLLBACK end it.
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
     /// The statement was cancelled (Ctrl-C, a client's cancel request).
     #[error("statement cancelled")]
     Cancelled,
@@ -253,6 +258,7 @@ impl SqlError {
             },
             SqlError::Cancelled | SqlError::Timeout { .. } => SqlState::QUERY_CANCELED,
             SqlError::SerializationFailure { .. } => SqlState::SERIALIZATION_FAILURE,
+            SqlError::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,
         }

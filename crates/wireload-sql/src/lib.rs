@@ -31,6 +31,7 @@ mod limits;
 mod parse;
 mod rewrite;
 mod settings;
+mod transaction;
 mod unload;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +60,7 @@ pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
 pub use settings::{Setting, SettingStatement, Settings};
+pub use transaction::TxStatement;
 pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
 pub use wireload_types::sql::{ColumnsError, parse_columns, sql_type};
 
@@ -140,13 +142,15 @@ pub struct DbConfig {
     pub threads: Option<usize>,
 }
 
-/// An in-memory database: a catalog and a SQL session over it.
+/// An in-memory database: a catalog and a SQL session over it ([`Database::new_session`] opens
+/// more sessions over the same tables).
 pub struct Database {
     catalog: Arc<Catalog>,
     schema: Arc<CatalogSchema>,
     ctx: SessionContext,
     threads: usize,
     settings: Mutex<Settings>,
+    tx: Mutex<Option<transaction::Transaction>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -173,6 +177,21 @@ impl Database {
             ctx,
             threads,
             settings: Mutex::new(Settings::default()),
+            tx: Mutex::new(None),
+        }
+    }
+
+    /// Another session of this database: the same tables and views, its own settings and
+    /// transaction.
+    pub fn new_session(&self) -> Database {
+        let (ctx, schema) = wireload_query::new_sibling_session(&self.schema, self.threads);
+        Database {
+            catalog: Arc::clone(&self.catalog),
+            schema,
+            ctx,
+            threads: self.threads,
+            settings: Mutex::new(Settings::default()),
+            tx: Mutex::new(None),
         }
     }
 
@@ -217,7 +236,77 @@ impl Database {
 
     /// Runs one parsed statement. Setting `ctl.cancel` cancels it, and so does the
     /// `statement_timeout` setting; a cancelled statement leaves every table as it was.
+    ///
+    /// Inside a transaction (`BEGIN` ... `COMMIT`) statements read the snapshot the
+    /// transaction began with plus its own writes; a failing statement fails the
+    /// transaction. A database is one session: one transaction at a time.
     pub async fn execute_statement(
+        &self,
+        statement: Statement,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        if let Statement::Transaction(t) = statement {
+            return self.transaction(t);
+        }
+        let in_tx = match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            Some(tx) if tx.failed => return Err(SqlError::InFailedTransaction),
+            Some(tx) => {
+                if let Some(what) = changes_the_catalog(&statement) {
+                    tx.failed = true;
+                    return Err(SqlError::NotSupported(format!(
+                        "{what} is not supported inside a transaction yet"
+                    )));
+                }
+                true
+            }
+            None => false,
+        };
+        let result = self.execute_timed(statement, ctl).await;
+        if in_tx
+            && result.is_err()
+            && let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
+        {
+            tx.failed = true;
+        }
+        result
+    }
+
+    /// True while a transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    fn transaction(&self, statement: TxStatement) -> Result<StatementOutput, SqlError> {
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        match statement {
+            TxStatement::Begin => {
+                // already in one: PostgreSQL warns and goes on
+                if tx.is_none() {
+                    let begun = transaction::Transaction::begin(&self.catalog);
+                    self.schema.set_overlay(Some(begun.overlay()));
+                    *tx = Some(begun);
+                }
+                Ok(StatementOutput::Done("BEGIN".into()))
+            }
+            TxStatement::Commit => {
+                self.schema.set_overlay(None);
+                match tx.take() {
+                    Some(t) if t.failed => Ok(StatementOutput::Done("ROLLBACK".into())),
+                    Some(t) => t
+                        .commit(&self.catalog)
+                        .map(|()| StatementOutput::Done("COMMIT".into())),
+                    None => Ok(StatementOutput::Done("COMMIT".into())),
+                }
+            }
+            TxStatement::Rollback => {
+                self.schema.set_overlay(None);
+                tx.take();
+                Ok(StatementOutput::Done("ROLLBACK".into()))
+            }
+        }
+    }
+
+    async fn execute_timed(
         &self,
         statement: Statement,
         ctl: &LoadControl,
@@ -250,6 +339,7 @@ impl Database {
     ) -> Result<StatementOutput, SqlError> {
         match statement {
             Statement::Setting(s) => Ok(self.setting(s)),
+            Statement::Transaction(t) => self.transaction(t),
             Statement::Query(q) => self.run_query(*q, ctl).await,
             Statement::CreateTable(c) => {
                 self.create_table(c.def, c.if_not_exists)?;
@@ -358,8 +448,18 @@ impl Database {
         }
     }
 
-    /// The table called `name` (a view of that name is an error of its own).
+    /// The table called `name` (a view of that name is an error of its own); inside a
+    /// transaction, the transaction's copy.
     fn table(&self, name: &str) -> Result<Arc<Table>, SqlError> {
+        if let Some(t) = self
+            .tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|tx| tx.table(name))
+        {
+            return Ok(t);
+        }
         self.catalog.table(name).ok_or_else(|| {
             if self.schema.has_other(name) {
                 SqlError::WrongObjectType {
@@ -859,6 +959,20 @@ fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<Ind
         }
     }
     Ok((def, extra))
+}
+
+/// What a statement that changes the catalog (not only rows) is, for the refusal inside a
+/// transaction.
+fn changes_the_catalog(statement: &Statement) -> Option<&'static str> {
+    match statement {
+        Statement::CreateTable(_) | Statement::CreateTableAs(_) => Some("CREATE TABLE"),
+        Statement::DropTable(_) => Some("DROP TABLE"),
+        Statement::CreateIndex(_) => Some("CREATE INDEX"),
+        Statement::DropIndex(_) => Some("DROP INDEX"),
+        Statement::Export(_) => Some("EXPORT DATABASE"),
+        Statement::Import(_) => Some("IMPORT DATABASE"),
+        _ => None,
+    }
 }
 
 /// `name` as a SQL identifier: bare when it is a lower-case word, double-quoted otherwise.

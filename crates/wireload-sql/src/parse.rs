@@ -25,6 +25,7 @@ use crate::error::SqlError;
 use crate::export::{self, Export, Import};
 use crate::limits;
 use crate::settings::{self, SettingStatement};
+use crate::transaction::{self, TxStatement};
 
 /// One statement of a script, routed.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub enum Statement {
     Truncate(Truncate),
     /// `SET`, `SHOW` or `RESET` of a wireload setting (`statement_timeout`)
     Setting(SettingStatement),
+    /// `BEGIN`, `COMMIT` or `ROLLBACK`
+    Transaction(TxStatement),
     /// `DROP TABLE`
     DropTable(DropTable),
     /// `CREATE [UNIQUE] INDEX`
@@ -157,6 +160,9 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
     };
     if let Some(s) = settings::of_ast(&ast)? {
         return Ok(Statement::Setting(s));
+    }
+    if let Some(t) = transaction::of_ast(&ast)? {
+        return Ok(Statement::Transaction(t));
     }
     Ok(match *ast {
         ast::Statement::CreateTable(ct) if ct.query.is_some() => {
@@ -336,7 +342,7 @@ mod tests {
              EXPLAIN SELECT 1; SET datafusion.execution.batch_size = 3; \
              INSERT INTO t VALUES (1) RETURNING a; CREATE TABLE u AS SELECT 1; TRUNCATE t, u; \
              SET statement_timeout = '1s'; SHOW statement_timeout; RESET statement_timeout; \
-             RESET datafusion.execution.batch_size",
+             RESET datafusion.execution.batch_size; BEGIN; COMMIT; START TRANSACTION; ROLLBACK",
         )
         .unwrap()
         .iter()
@@ -354,6 +360,7 @@ mod tests {
             Statement::CreateTableAs(_) => "create table as",
             Statement::Truncate(_) => "truncate",
             Statement::Setting(_) => "setting",
+            Statement::Transaction(_) => "transaction",
         })
         .collect();
         assert_eq!(
@@ -378,7 +385,11 @@ mod tests {
                 "setting",
                 "setting",
                 "setting",
-                "query"
+                "query",
+                "transaction",
+                "transaction",
+                "transaction",
+                "transaction"
             ]
         );
     }

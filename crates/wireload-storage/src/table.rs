@@ -199,6 +199,16 @@ impl Table {
         }
     }
 
+    /// A table outside any catalog holding `version` of the table `def` (a transaction's
+    /// private copy: its writes publish here until they are committed).
+    pub fn with_version(def: Arc<TableDef>, version: Arc<TableVersion>) -> Self {
+        Table {
+            def,
+            current: RwLock::new(version),
+            writer: Mutex::new(()),
+        }
+    }
+
     /// The table's name.
     pub fn name(&self) -> &str {
         &self.def.name
