@@ -484,14 +484,20 @@ impl Database {
                 plan.display()
             )));
         };
+        self.write_plan(dml, write.returning, ctl).await
+    }
+
+    /// Runs the INSERT, UPDATE or DELETE DataFusion planned.
+    async fn write_plan(
+        &self,
+        dml: DmlStatement,
+        returning: Option<Vec<ast::SelectItem>>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
-            WriteOp::Insert(InsertOp::Append) => {
-                self.insert(&table, dml, write.returning, ctl).await
-            }
-            WriteOp::Update | WriteOp::Delete => {
-                self.rewrite(&table, dml, write.returning, ctl).await
-            }
+            WriteOp::Insert(InsertOp::Append) => self.insert(&table, dml, returning, ctl).await,
+            WriteOp::Update | WriteOp::Delete => self.rewrite(&table, dml, returning, ctl).await,
             op => Err(SqlError::NotSupported(format!("{op} is not supported"))),
         }
     }
@@ -539,7 +545,11 @@ impl Database {
         } else {
             "DELETE"
         };
-        let row_write = Arc::new(rewrite::RowWrite::plan(&self.ctx, &dml)?);
+        let row_write = Arc::new(rewrite::RowWrite::plan(
+            &self.ctx,
+            &dml,
+            &table.def().arrow_schema,
+        )?);
         for _ in 0..ATTEMPTS {
             let base = table.snapshot();
             let (target, snapshot, write) =
@@ -928,6 +938,10 @@ impl Database {
             _ => false,
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
+        // EXECUTE of a prepared INSERT, UPDATE or DELETE: its plan with the parameters set
+        if let LogicalPlan::Dml(dml) = df.logical_plan() {
+            return self.write_plan(dml.clone(), None, ctl).await;
+        }
         if done {
             self.collect(df, ctl).await?;
             return Ok(StatementOutput::Done(tag));

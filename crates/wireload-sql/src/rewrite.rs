@@ -10,7 +10,9 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, BooleanArray};
 use arrow::compute::kernels::boolean::not;
 use arrow::compute::{concat_batches, filter_record_batch, prep_null_mask_filter};
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use datafusion::common::DFSchema;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, WriteOp};
 use datafusion::physical_plan::PhysicalExpr;
@@ -30,7 +32,11 @@ pub(crate) struct RowWrite {
 impl RowWrite {
     /// The write DataFusion planned in `dml` (an UPDATE or a DELETE without FROM, LIMIT or
     /// subqueries).
-    pub(crate) fn plan(ctx: &SessionContext, dml: &DmlStatement) -> Result<Self, SqlError> {
+    pub(crate) fn plan(
+        ctx: &SessionContext,
+        dml: &DmlStatement,
+        table: &SchemaRef,
+    ) -> Result<Self, SqlError> {
         let what = match dml.op {
             WriteOp::Update => "UPDATE",
             WriteOp::Delete => "DELETE",
@@ -44,31 +50,40 @@ impl RowWrite {
             (WriteOp::Update, _) => return Err(unsupported("this form")),
             (_, input) => (None, input),
         };
-        let (predicate, leaf) = match rest {
-            LogicalPlan::Filter(f) => (Some(&f.predicate), f.input.as_ref()),
+        let (filter, leaf) = match rest {
+            LogicalPlan::Filter(f) => (Some(f.predicate.clone()), f.input.as_ref()),
             other => (None, other),
         };
-        match leaf {
-            LogicalPlan::TableScan(_) => {}
-            LogicalPlan::SubqueryAlias(a)
-                if matches!(a.input.as_ref(), LogicalPlan::TableScan(_)) => {}
+        // the scan's own filters (a prepared, optimized plan may have moved them there)
+        let (qualifier, scan_filters) = match leaf {
+            LogicalPlan::TableScan(scan) => (scan.table_name.clone(), scan.filters.clone()),
+            LogicalPlan::SubqueryAlias(a) => match a.input.as_ref() {
+                LogicalPlan::TableScan(scan) => (a.alias.clone(), scan.filters.clone()),
+                _ => return Err(unsupported("FROM (a join)")),
+            },
             LogicalPlan::Limit(_) => return Err(unsupported("LIMIT")),
             _ => return Err(unsupported("FROM (a join)")),
-        }
-        let schema = leaf.schema();
+        };
+        let predicate = filter
+            .into_iter()
+            .chain(scan_filters)
+            .reduce(|a, b| a.and(b));
+        // expressions over whole chunks: every column of the table, whatever the scan kept
+        let schema = DFSchema::try_from_qualified_schema(qualifier, table)?;
         let physical = |e: &Expr| {
-            if e.exists(|e| {
+            let subquery = e.exists(|e| {
                 Ok(matches!(
                     e,
                     Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
                 ))
-            })? {
+            })?;
+            if subquery {
                 return Err(unsupported("a subquery"));
             }
-            Ok(ctx.create_physical_expr(e.clone(), schema)?)
+            Ok(ctx.create_physical_expr(e.clone(), &schema)?)
         };
         Ok(RowWrite {
-            predicate: predicate.map(physical).transpose()?,
+            predicate: predicate.as_ref().map(physical).transpose()?,
             values: values
                 .map(|exprs| exprs.iter().map(physical).collect::<Result<Vec<_>, _>>())
                 .transpose()?,

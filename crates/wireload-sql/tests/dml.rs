@@ -629,3 +629,37 @@ async fn unsupported_writes_say_so_and_change_nothing() {
     );
     assert!(fail(&db, "UPDATE p SET nope = 1").await.contains("nope"));
 }
+
+#[tokio::test]
+async fn prepared_queries_take_parameters() {
+    let db = ten_people().await;
+    run(
+        &db,
+        "PREPARE by_id(INT) AS SELECT name FROM p WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(query(&db, "EXECUTE by_id(3)").await, vec![srow(&["n3"])]);
+    assert_eq!(query(&db, "EXECUTE by_id(7)").await, vec![srow(&["n7"])]);
+    // a prepared plan reads the table as it is when executed
+    change(&db, "UPDATE p SET name = 'new' WHERE id = 3").await;
+    assert_eq!(query(&db, "EXECUTE by_id(3)").await, vec![srow(&["new"])]);
+    // prepared writes
+    run(
+        &db,
+        "PREPARE ins(INT, VARCHAR) AS INSERT INTO p (id, name, active) VALUES ($1, $2, true); \
+         PREPARE upd(INT, VARCHAR) AS UPDATE p SET name = $2 WHERE id = $1; \
+         PREPARE del(INT) AS DELETE FROM p WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(change(&db, "EXECUTE ins(11, 'elvn')").await, "INSERT 0 1");
+    assert_eq!(change(&db, "EXECUTE upd(11, 'elf')").await, "UPDATE 1");
+    assert_eq!(query(&db, "EXECUTE by_id(11)").await, vec![srow(&["elf"])]);
+    assert_eq!(change(&db, "EXECUTE del(11)").await, "DELETE 1");
+    assert!(query(&db, "EXECUTE by_id(11)").await.is_empty());
+    assert_eq!(
+        error(&db, "EXECUTE ins(1, 'dup')").await.sqlstate(),
+        SqlState::UNIQUE_VIOLATION
+    );
+}
