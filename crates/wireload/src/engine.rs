@@ -57,6 +57,11 @@ impl Engine {
         self.db.catalog()
     }
 
+    /// True while a transaction is open (`BEGIN` without its `COMMIT` or `ROLLBACK` yet).
+    pub fn in_transaction(&self) -> bool {
+        self.db.in_transaction()
+    }
+
     /// Parses `sql` and runs its statements in order; Ctrl-C cancels the running one.
     pub fn run(&self, sql: &str) -> Result<Vec<StatementOutput>> {
         wireload_sql::parse_script(sql)?

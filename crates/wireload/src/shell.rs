@@ -17,6 +17,8 @@ use crate::render;
 const PROMPT: &str = "wireload> ";
 /// Prompt for the next line of an unfinished statement.
 const CONTINUATION: &str = "      ..> ";
+/// The prompt inside a transaction (as psql marks it).
+const PROMPT_IN_TRANSACTION: &str = "wireload*> ";
 /// Most rows drawn for one result.
 const ROW_LIMIT: usize = 10_000;
 
@@ -28,6 +30,11 @@ Statements end with ';' and may span lines. Besides queries:
   COPY t FROM 'file' [WITH (FORMAT csv|arrow|parquet, DELIMITER, HEADER, NULL, ...)]
   COPY {t | (query)} TO 'file' [WITH (FORMAT csv|arrow|parquet, COMPRESSION ...)]
   EXPORT DATABASE 'dir'    IMPORT DATABASE 'dir'
+  INSERT INTO t [(cols)] {VALUES (...), ... | query} [RETURNING ...]
+  UPDATE t SET col = expr, ... [WHERE ...]    DELETE FROM t [WHERE ...]
+  CREATE TABLE t AS query    TRUNCATE t, ...
+  BEGIN    COMMIT    ROLLBACK  (the prompt shows * inside a transaction)
+  SET statement_timeout = '5s'
   \\d            list tables
   \\d NAME       columns and types of table NAME
   \\q            quit (also .quit, exit, Ctrl-D)
@@ -82,10 +89,12 @@ pub fn run(engine: &Engine) -> Result<()> {
     };
     let mut buffer = String::new();
     loop {
-        let prompt = if buffer.is_empty() {
-            PROMPT
-        } else {
+        let prompt = if !buffer.is_empty() {
             CONTINUATION
+        } else if engine.in_transaction() {
+            PROMPT_IN_TRANSACTION
+        } else {
+            PROMPT
         };
         let line = match editor.readline(prompt) {
             Ok(line) => line,
