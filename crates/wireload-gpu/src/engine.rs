@@ -396,15 +396,16 @@ pub fn load_with<R: Runner>(
             appender.accept(n, unit);
             Ok::<_, LoadError>(())
         })?;
-    let rows = appender.publish(ctl, Some(data))?;
+    let published = appender.publish(ctl, Some(data))?;
     ctl.bytes_done.store(data.len() as u64, Relaxed);
     Ok(GpuReport {
         load: LoadReport {
             table: table.name().to_string(),
-            rows,
+            rows: published.rows,
             bytes: data.len() as u64,
             seconds: t0.elapsed().as_secs_f64(),
             chunks: next_unit,
+            merge_seconds: published.merge_seconds,
         },
         device: device.to_string(),
         partitions,

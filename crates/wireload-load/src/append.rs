@@ -93,14 +93,15 @@ pub fn append_batches(
                 .fetch_add(bytes * group_rows / rows.max(1), Relaxed);
             Ok(())
         })?;
-    let added = appender.publish(ctl, None)?;
+    let published = appender.publish(ctl, None)?;
     ctl.bytes_done.store(bytes, Relaxed);
     Ok(LoadReport {
         table: table.name().to_string(),
-        rows: added,
+        rows: published.rows,
         bytes,
         seconds: start.elapsed().as_secs_f64(),
         chunks: groups.len(),
+        merge_seconds: published.merge_seconds,
     })
 }
 

@@ -29,7 +29,7 @@ pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{install, pool};
-pub use publish::{Appender, Sites, Unit};
+pub use publish::{Appender, Published, Sites, Unit};
 pub use source::{BLOCK_BYTES, Blocks, Input, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
@@ -37,14 +37,16 @@ use wireload_csv::ScanConfig;
 use wireload_storage::Table;
 
 /// Loads `source` into `table` (appending to its rows) and publishes the new version.
-/// Runs on the current rayon pool, or on [`pool`]`(n)` when `opts.threads` is `Some(n)`.
+/// Parses on the current rayon pool, or on [`pool`]`(n)` when `opts.threads` is `Some(n)`;
+/// a streamed input is read on the calling thread, so a slow stream keeps no pool thread
+/// waiting.
 pub fn load_into(
     table: &Table,
     source: &Source,
     opts: &LoadOptions,
     ctl: &LoadControl,
 ) -> Result<LoadReport, LoadError> {
-    install(opts.threads, || pipeline::load(table, source, opts, ctl))?
+    pipeline::load(table, source, opts, ctl)
 }
 
 /// Parses the CSV records of `data` (whole records of a larger input, without header or

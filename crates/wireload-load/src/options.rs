@@ -70,6 +70,9 @@ pub struct LoadReport {
     pub seconds: f64,
     /// Chunks the input was cut into.
     pub chunks: usize,
+    /// Seconds of the merge (placing the chunks, merging the indexes, publishing): the only
+    /// part of the load that waits for the table's other writers.
+    pub merge_seconds: f64,
 }
 
 impl LoadReport {
@@ -89,13 +92,15 @@ impl std::fmt::Display for LoadReport {
         let digits = if self.seconds < 1.0 { 6 } else { 3 };
         write!(
             f,
-            "loaded {} rows into {}, {:.1} MB in {:.*} s ({:.0} MB/s)",
+            "loaded {} rows into {}, {:.1} MB in {:.*} s ({:.0} MB/s; merge {:.*} s)",
             self.rows,
             self.table,
             self.bytes as f64 / 1e6,
             digits,
             self.seconds,
-            self.mb_per_s()
+            self.mb_per_s(),
+            digits,
+            self.merge_seconds
         )
     }
 }

@@ -25,7 +25,8 @@ use wireload_storage::Table;
 use crate::error::{LoadError, Position};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{CsvParse, Origin, SNIPPET};
-use crate::publish::Appender;
+use crate::pool::install;
+use crate::publish::{Appender, Published};
 use crate::source::{Blocks, Input, Source};
 
 /// See [`crate::load_into`].
@@ -40,14 +41,14 @@ pub(crate) fn load(
     let file = source.name();
     let input = source.open()?;
     let def = table.def();
-    let (bytes, units, rows) = match &input {
-        Input::Whole(whole) => {
+    let (bytes, units, published) = match &input {
+        Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             ctl.bytes_total.store(data.len() as u64, Relaxed);
             let start = data_start(data, &scan, opts.dialect.header, &file)?;
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
             let parse = CsvParse::new(def, opts, file.clone(), sample)?;
-            // one writer at a time; readers keep their snapshots throughout
+            // readers and other writers go on until the merge publishes
             let appender = Appender::begin(table, &file, opts.merge);
             let origin = Origin {
                 byte: 0,
@@ -55,9 +56,9 @@ pub(crate) fn load(
                 whole: true,
             };
             let units = parse.parse_window(data, start, origin, 0, &appender, ctl)?;
-            let rows = appender.publish(ctl, Some(data))?;
-            (data.len() as u64, units, rows)
-        }
+            let published = appender.publish(ctl, Some(data))?;
+            Ok::<_, LoadError>((data.len() as u64, units, published))
+        })??,
         Input::Stream(_) => {
             let Input::Stream(blocks) = input else {
                 unreachable!("matched above")
@@ -67,14 +68,15 @@ pub(crate) fn load(
     };
     Ok(LoadReport {
         table: table.name().to_string(),
-        rows,
+        rows: published.rows,
         bytes,
         seconds: t0.elapsed().as_secs_f64(),
         chunks: units,
+        merge_seconds: published.merge_seconds,
     })
 }
 
-/// Loads a stream window by window; returns (bytes read, units, rows).
+/// Loads a stream window by window; returns (bytes read, units, what was published).
 fn stream(
     table: &Table,
     mut blocks: Blocks,
@@ -82,7 +84,7 @@ fn stream(
     opts: &LoadOptions,
     ctl: &LoadControl,
     file: &str,
-) -> Result<(u64, usize, u64), LoadError> {
+) -> Result<(u64, usize, Published), LoadError> {
     if let Some(size) = blocks.size() {
         ctl.bytes_total.store(size, Relaxed);
     }
@@ -141,7 +143,10 @@ fn stream(
             lines,
             whole: false,
         };
-        units += parse.parse_window(&window[..cut], start, origin, units, &appender, ctl)?;
+        // parsed on the pool; the stream is read on this thread, between windows
+        units += install(opts.threads, || {
+            parse.parse_window(&window[..cut], start, origin, units, &appender, ctl)
+        })??;
         byte += cut as u64;
         lines += line_ends(&window, 0..cut);
         if eof {
@@ -161,8 +166,8 @@ fn stream(
             }
         }
     }
-    let rows = appender.publish(ctl, None)?;
-    Ok((byte, units, rows))
+    let published = install(opts.threads, || appender.publish(ctl, None))??;
+    Ok((byte, units, published))
 }
 
 /// Where the window `data` (records from `start`) is cut: after its last complete record,

@@ -33,13 +33,16 @@ pub fn pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
 }
 
 /// Runs `work` on `threads` worker threads: on the current rayon pool when `threads` is
-/// None or its size, else on [`pool`]`(threads)`.
+/// None or the size of the pool the caller runs on, else on [`pool`]`(threads)`.
 pub fn install<T: Send>(
     threads: Option<usize>,
     work: impl FnOnce() -> T + Send,
 ) -> Result<T, LoadError> {
+    let in_pool = rayon::current_thread_index().is_some();
     match threads {
-        Some(n) if n.max(1) != rayon::current_num_threads() => Ok(pool(n)?.install(work)),
+        Some(n) if !in_pool || n.max(1) != rayon::current_num_threads() => {
+            Ok(pool(n)?.install(work))
+        }
         _ => Ok(work()),
     }
 }

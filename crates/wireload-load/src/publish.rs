@@ -8,16 +8,17 @@
 //! partition buffer; slots name the buffers in the indexes until the merge places them.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 use wireload_csv::{FieldBatch, ScanConfig, Scanner, line_of};
 use wireload_index::{EntryRef, Index};
-use wireload_storage::{RowId, Table, TableDef, WriteGuard};
+use wireload_storage::{RowId, Table, TableDef, TableVersion};
 
 use crate::error::{KeySite, LoadError};
-use crate::indexing::{BufferKeyError, LoadIndexes, version_row};
+use crate::indexing::{BufferKeyError, LoadIndexes, rebuild_indexes, version_row};
 use crate::merge::{InsertMerge, chunk_merge, copy_merge};
 use crate::options::{LoadControl, MergeStrategy};
 use crate::partition::split_partitions;
@@ -162,11 +163,13 @@ fn record_start(data: &[u8], scan: &ScanConfig, columns: usize, n: usize) -> Opt
     }
 }
 
-/// The append/publish stage of one load: the table's only writer until it publishes or is
-/// dropped (publishing nothing).
+/// The append/publish stage of one load. Parsing and indexing run beside every other
+/// reader and writer; only [`Appender::publish`] (the merge) holds the table's writer lock.
+/// Dropped without publishing, it publishes nothing.
 pub struct Appender<'t> {
     table: &'t Table,
-    guard: WriteGuard<'t>,
+    /// the version the load began on (its indexes are what buffer indexes are built for)
+    base: Arc<TableVersion>,
     file: String,
     merge: MergeStrategy,
     pub(crate) indexes: LoadIndexes,
@@ -177,12 +180,12 @@ pub struct Appender<'t> {
 }
 
 impl<'t> Appender<'t> {
-    /// Starts appending to `table` (waiting for its other writer, if any), rows read from
-    /// `file` (the name errors use), merged with `merge`.
+    /// Starts appending to `table`, rows read from `file` (the name errors use), merged
+    /// with `merge`. Takes no lock: other writes may publish until this one does.
     pub fn begin(table: &'t Table, file: &str, merge: MergeStrategy) -> Self {
-        let guard = table.begin_write();
+        let base = table.snapshot();
         let def = table.def();
-        let indexes = LoadIndexes::new(def, guard.base());
+        let indexes = LoadIndexes::new(def, &base);
         let partitions = def.partitioning.count();
         Appender {
             table,
@@ -193,7 +196,7 @@ impl<'t> Appender<'t> {
             insert: (merge == MergeStrategy::Insert)
                 .then(|| InsertMerge::new(&def.schema.columns, partitions)),
             units: Mutex::new(BTreeMap::new()),
-            guard,
+            base,
         }
     }
 
@@ -347,14 +350,20 @@ impl<'t> Appender<'t> {
             .insert(n, unit);
     }
 
-    /// Places every unit, merges the indexes, and publishes the new version; returns the
-    /// rows added. `input` is the whole input when the caller still has it (to name rows of
-    /// a unique key by their line). Fails, publishing nothing, when a unique key is
-    /// duplicated or the load was cancelled.
-    pub fn publish(self, ctl: &LoadControl, input: Option<&[u8]>) -> Result<u64, LoadError> {
+    /// Places every unit, merges the indexes, and publishes the new version; says the rows
+    /// added and how long the merge took. `input` is the whole input when the caller still
+    /// has it (to name rows of a unique key by their line). Fails, publishing nothing, when
+    /// a unique key is duplicated or the load was cancelled.
+    ///
+    /// The merge runs against the version the load began on, without the writer lock; the
+    /// lock is taken to publish. When another write published meanwhile, the placed chunks
+    /// are appended to that version instead and its indexes built anew over it (finding
+    /// keys the other write added).
+    pub fn publish(self, ctl: &LoadControl, input: Option<&[u8]>) -> Result<Published, LoadError> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
+        let merge_start = Instant::now();
         let def = self.table.def();
         let partitions = def.partitioning.count();
         let units = self.units.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -370,7 +379,7 @@ impl<'t> Appender<'t> {
         let rows: u64 = part_rows.iter().flatten().map(|&r| r as u64).sum();
         // where each buffer's first row lands: chunk merge appends each buffer as a chunk;
         // copy and insert merges make one chunk per partition with the buffers in order
-        let base = self.guard.base();
+        let base = &self.base;
         let base_chunks = base.chunk_counts();
         let mut placement = vec![RowId::default(); part_rows.len() * partitions];
         for (p, &first_chunk) in base_chunks.iter().enumerate() {
@@ -448,8 +457,29 @@ impl<'t> Appender<'t> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
-        let next = base.with_appended(added, indexes);
-        self.guard.publish(next);
-        Ok(rows)
+        let guard = self.table.begin_write();
+        let now = guard.base();
+        let next = if now.number == base.number {
+            base.with_appended(added, indexes)
+        } else {
+            rebuild_indexes(def, now.with_appended(added, now.indexes.clone()))?
+        };
+        if ctl.cancel.load(Relaxed) {
+            return Err(LoadError::Cancelled);
+        }
+        guard.publish(next);
+        Ok(Published {
+            rows,
+            merge_seconds: merge_start.elapsed().as_secs_f64(),
+        })
     }
+}
+
+/// What [`Appender::publish`] did.
+#[derive(Debug, Clone, Copy)]
+pub struct Published {
+    /// Rows added.
+    pub rows: u64,
+    /// Seconds from the start of the merge to the new version's publication.
+    pub merge_seconds: f64,
 }

@@ -383,18 +383,20 @@ impl Database {
     }
 
     /// Loads `source` into table `table` on the database's load threads (or a pool of
-    /// `options.threads`), off the async runtime.
+    /// `options.threads`), off the async runtime. A streamed source is read outside the
+    /// pool, so a slow one keeps no load thread from other statements.
     pub async fn load(
         &self,
         table: &str,
         source: Source,
-        options: LoadOptions,
+        mut options: LoadOptions,
         ctl: &LoadControl,
     ) -> Result<LoadReport, SqlError> {
         let target = self.table(table)?;
         let name = target.name().to_string();
         let ctl = ctl.clone();
-        self.run_blocking(options.threads, move || {
+        options.threads = Some(options.threads.unwrap_or(self.threads));
+        off_runtime(move || {
             wireload_load::load_into(&target, &source, &options, &ctl)
                 .map_err(|error| SqlError::Load { table: name, error })
         })
@@ -436,16 +438,7 @@ impl Database {
     ) -> Result<T, SqlError> {
         let n = threads.unwrap_or(self.threads);
         let pool = wireload_load::pool(n).map_err(|e| SqlError::Resources(e.to_string()))?;
-        let work = move || pool.install(work);
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => match tokio::task::spawn_blocking(work).await {
-                Ok(r) => r,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(_) => Err(SqlError::Cancelled),
-            },
-            // not on a tokio runtime: nothing to keep unblocked
-            Err(_) => work(),
-        }
+        off_runtime(move || pool.install(work)).await
     }
 
     /// The table called `name` (a view of that name is an error of its own); inside a
@@ -949,6 +942,21 @@ impl Database {
         let schema = Arc::new(df.schema().as_arrow().clone());
         let batches = self.collect(df, ctl).await?;
         Ok(StatementOutput::Rows { schema, batches })
+    }
+}
+
+/// Runs blocking `work` off the async runtime (on the calling thread when there is none).
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, SqlError> + Send + 'static,
+) -> Result<T, SqlError> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => match tokio::task::spawn_blocking(work).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(SqlError::Cancelled),
+        },
+        // not on a tokio runtime: nothing to keep unblocked
+        Err(_) => work(),
     }
 }
 
