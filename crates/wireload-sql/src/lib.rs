@@ -524,7 +524,9 @@ impl Database {
     }
 
     /// `UPDATE` or `DELETE` over the table's current snapshot, published only when no
-    /// other write to the table was published meanwhile (else tried again, then refused).
+    /// other write to the table was published meanwhile; else tried again, the last time
+    /// holding the table's writer lock throughout (so a stream of loads or inserts into the
+    /// table cannot starve it).
     async fn rewrite(
         &self,
         table: &Arc<Table>,
@@ -543,7 +545,7 @@ impl Database {
             &dml,
             &table.def().arrow_schema,
         )?);
-        for _ in 0..ATTEMPTS {
+        for _ in 1..ATTEMPTS {
             let base = table.snapshot();
             let (target, snapshot, write) =
                 (Arc::clone(table), Arc::clone(&base), Arc::clone(&row_write));
@@ -582,9 +584,34 @@ impl Database {
                 returning: returned,
             }));
         }
-        Err(SqlError::SerializationFailure {
-            table: table.name().to_string(),
-        })
+        // the last attempt: under the writer lock, on the version it guards
+        let (target, write) = (Arc::clone(table), Arc::clone(&row_write));
+        let what = format!("{command} {}", quote_ident(table.name()));
+        if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SqlError::Cancelled);
+        }
+        let (rows, returned, schema) = self
+            .run_blocking(None, move || {
+                let guard = target.begin_write();
+                let schema = Arc::clone(&guard.base().schema);
+                let written = rewrite::apply(target.def(), guard.base(), &write, &what)?;
+                if written.rows > 0 {
+                    guard.publish(written.version);
+                }
+                Ok((written.rows, written.returned, schema))
+            })
+            .await?;
+        let returning = match &returning {
+            Some(items) => Some(
+                dml::returning(&self.ctx, table.name(), items.clone(), schema, returned).await?,
+            ),
+            None => None,
+        };
+        Ok(StatementOutput::Changed(RowChange {
+            command,
+            rows,
+            returning,
+        }))
     }
 
     /// `CREATE TABLE ... AS query`: the table gets the query's columns (every column

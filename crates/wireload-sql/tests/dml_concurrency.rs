@@ -1,6 +1,6 @@
 //! Writes beside readers and other writers: every statement is atomic, readers see whole
 //! versions only, and concurrent writes to one table never lose an update (the later one
-//! starts again or fails with SQLSTATE 40001, never overwrites).
+//! starts again, never overwrites), loads into the same table included.
 
 mod common;
 
@@ -15,6 +15,10 @@ use wireload_sql::{Database, SqlState};
 
 const ACCOUNTS: u64 = 20;
 const BALANCE: u64 = 1000;
+/// Accounts each load into the accounts table adds (with no money).
+const LOADED: u64 = 50;
+/// Loads into the accounts table.
+const LOADS: u64 = 20;
 
 /// Runs `sql` until it does not fail with a serialization failure; returns how many times
 /// it did.
@@ -46,7 +50,8 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
     let done = Arc::new(AtomicBool::new(false));
     let retries = Arc::new(AtomicU64::new(0));
 
-    // readers: every snapshot holds the whole money and every account once
+    // readers: every snapshot holds the whole money, every account once, and whole loads
+    // only (each brings LOADED new empty accounts)
     let mut readers = Vec::new();
     for _ in 0..2 {
         let (db, done, total) = (Arc::clone(&db), Arc::clone(&done), total.clone());
@@ -56,14 +61,13 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
                 assert_eq!(
                     query(
                         &db,
-                        "SELECT sum(bal), count(*), count(DISTINCT id) FROM acct"
+                        &format!(
+                            "SELECT sum(bal), count(*) - count(DISTINCT id), \
+                             (count(*) - {ACCOUNTS}) % {LOADED} FROM acct"
+                        )
                     )
                     .await,
-                    vec![srow(&[
-                        &total,
-                        &ACCOUNTS.to_string(),
-                        &ACCOUNTS.to_string()
-                    ])]
+                    vec![srow(&[&total, "0", "0"])]
                 );
                 seen += 1;
                 tokio::task::yield_now().await;
@@ -83,6 +87,29 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
                 n += 1;
             }
             n
+        })
+    };
+    // a loader adding empty accounts to the same table while the movers run
+    let dir = tempfile::tempdir().unwrap();
+    let loader = {
+        let db = Arc::clone(&db);
+        let dir = dir.path().to_path_buf();
+        tokio::spawn(async move {
+            for loads in 0..LOADS {
+                let path = dir.join(format!("new{loads}.csv"));
+                let first = 1_000_000 + loads * LOADED;
+                let csv: String = (first..first + LOADED)
+                    .map(|id| format!("{id},0\n"))
+                    .collect();
+                std::fs::write(&path, csv).unwrap();
+                run(
+                    &db,
+                    &format!("COPY acct FROM '{}' WITH (FORMAT csv)", path.display()),
+                )
+                .await
+                .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
         })
     };
     // four movers, each a single statement moving money between two accounts
@@ -108,13 +135,17 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
     }
     done.store(true, Ordering::SeqCst);
     let ticks = appender.await.unwrap();
+    loader.await.unwrap();
     for r in readers {
         assert!(r.await.unwrap() > 0);
     }
     assert_eq!(
         query(&db, "SELECT sum(bal), count(*) FROM acct").await,
-        vec![srow(&[&total, &ACCOUNTS.to_string()])]
+        vec![srow(&[&total, &(ACCOUNTS + LOADS * LOADED).to_string()])]
     );
+    run(&db, &format!("DELETE FROM acct WHERE id > {ACCOUNTS}"))
+        .await
+        .unwrap();
     assert_eq!(
         query(&db, "SELECT count(*), count(DISTINCT n) FROM log").await,
         vec![srow(&[&ticks.to_string(), &ticks.to_string()])],

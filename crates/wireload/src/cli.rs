@@ -162,6 +162,33 @@ pub enum BenchCommand {
     Tpch(BenchTpchArgs),
     /// Point lookups on TPC-H `orders` by its primary key: index against scan, and through SQL.
     Lookup(BenchLookupArgs),
+    /// Keyed transactions on one thread before and while TPC-H `lineitem` loads beside them.
+    Online(BenchOnlineArgs),
+}
+
+/// Flags of `wireload bench online`.
+#[derive(Debug, Args)]
+pub struct BenchOnlineArgs {
+    /// Directory holding lineitem.tbl (written by `wireload gen tpch`).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Accounts in the table the transactions read and update.
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    pub accounts: u64,
+    /// Seconds of transactions alone before each load (and for each kind alone).
+    #[arg(long, default_value_t = 3.0, value_name = "S")]
+    pub idle_seconds: f64,
+    /// Threads of the load; one run per value.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2",
+        value_name = "N,..."
+    )]
+    pub load_threads: Vec<usize>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `wireload bench lookup`.

@@ -18,7 +18,7 @@ use crate::engine::{Engine, Loader};
 use crate::tpch;
 
 /// Deterministic pseudo-random numbers (splitmix64), so every run looks up the same keys.
-fn splitmix(state: &mut u64) -> u64 {
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -10,6 +10,7 @@ mod generate;
 mod interrupt;
 mod lookup;
 mod oneshot;
+mod online;
 mod output;
 mod progress;
 mod queries;
@@ -48,6 +49,7 @@ fn run(cli: Cli) -> Result<()> {
             threads.unwrap_or_else(all_cores),
         ),
         Some(Command::Bench(BenchCommand::Lookup(args))) => lookup::lookup(args, threads),
+        Some(Command::Bench(BenchCommand::Online(args))) => online::online(args, threads),
         Some(Command::Bench(BenchCommand::Tpch(args))) => {
             bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
         }

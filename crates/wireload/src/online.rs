@@ -1,0 +1,308 @@
+//! `wireload bench online`: the Instant Loading paper's Figure 14 on this machine. One
+//! thread runs keyed transactions (a point lookup and an update by primary key, both
+//! prepared) against an accounts table while TPC-H `lineitem` (with its primary key) loads
+//! into another table; the transaction rate before and during the load, the load's time and
+//! its merge step.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use arrow::array::AsArray;
+use arrow::datatypes::Int64Type;
+use serde_json::{Value, json};
+use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
+use wireload_sql::{Database, DbConfig, StatementOutput};
+
+use crate::cli::BenchOnlineArgs;
+use crate::lookup::splitmix;
+use crate::tpch;
+
+/// Width of the timeline's buckets.
+const BUCKET: Duration = Duration::from_millis(100);
+
+/// Runs `sql` in `db` on a runtime of the calling thread.
+fn run(rt: &tokio::runtime::Runtime, db: &Database, sql: &str) -> Result<Vec<StatementOutput>> {
+    rt.block_on(db.execute(sql, &LoadControl::default()))
+        .with_context(|| format!("`{sql}` failed"))
+}
+
+/// A single-threaded runtime for one session's statements.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start a runtime")
+}
+
+/// What a transaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// `EXECUTE get(k)`
+    Lookup,
+    /// `EXECUTE upd(k)`
+    Update,
+    /// both, on the same key
+    Both,
+}
+
+impl Mix {
+    fn name(self) -> &'static str {
+        match self {
+            Mix::Lookup => "lookup",
+            Mix::Update => "update",
+            Mix::Both => "lookup+update",
+        }
+    }
+}
+
+/// One transaction on a random account; fails when the lookup finds no single row.
+fn transaction(rt: &tokio::runtime::Runtime, db: &Database, mix: Mix, key: u64) -> Result<()> {
+    if mix != Mix::Update {
+        let out = run(rt, db, &format!("EXECUTE get({key})"))?;
+        let rows: usize = match out.last() {
+            Some(StatementOutput::Rows { batches, .. }) => {
+                batches.iter().map(|b| b.num_rows()).sum()
+            }
+            _ => 0,
+        };
+        if rows != 1 {
+            bail!("account {key}: the lookup returned {rows} rows");
+        }
+    }
+    if mix != Mix::Lookup {
+        run(rt, db, &format!("EXECUTE upd({key})"))?;
+    }
+    Ok(())
+}
+
+/// Transactions of `mix` in a new session of `db` until `stop`; returns when each one
+/// ended, as time since `origin`.
+fn workload(
+    db: &Database,
+    accounts: u64,
+    mix: Mix,
+    origin: Instant,
+    stop: &AtomicBool,
+) -> Result<Vec<Duration>> {
+    let rt = runtime()?;
+    let db = db.new_session();
+    let db = &db;
+    run(
+        &rt,
+        db,
+        "PREPARE get(BIGINT) AS SELECT bal, note FROM acct WHERE id = $1; \
+         PREPARE upd(BIGINT) AS UPDATE acct SET bal = bal + 1 WHERE id = $1",
+    )?;
+    let mut seed = 7u64;
+    let mut done = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let key = splitmix(&mut seed) % accounts + 1;
+        transaction(&rt, db, mix, key)?;
+        done.push(origin.elapsed());
+    }
+    Ok(done)
+}
+
+/// Transactions per second of `done` between `from` and `to`.
+fn rate(done: &[Duration], from: Duration, to: Duration) -> f64 {
+    let n = done.iter().filter(|&&t| t >= from && t < to).count();
+    n as f64 / (to - from).as_secs_f64().max(1e-9)
+}
+
+/// Touches and frees `bytes` of memory, so the load's first touch of fresh pages is not
+/// slower than the idle phase's (memory idle for seconds goes back to the host here).
+fn touch(bytes: usize) {
+    let mut v = vec![0u8; bytes];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&v);
+}
+
+/// One run: the workload alone for `idle`, then beside a load of `file` on `threads`
+/// threads, then alone again for a second.
+/// Returns the run's figures and how many transactions it ran.
+fn run_beside_load(
+    db: &Database,
+    args: &BenchOnlineArgs,
+    file: &Path,
+    threads: usize,
+) -> Result<(Value, usize)> {
+    let lineitem = tpch::schema(true)?
+        .into_iter()
+        .find(|d| d.name == "lineitem")
+        .context("the TPC-H schema has no lineitem table")?;
+    db.catalog().drop_table("lineitem", true)?;
+    db.create_table(lineitem, false)?;
+    let bytes = std::fs::metadata(file)
+        .with_context(|| format!("cannot read {}", file.display()))?
+        .len();
+    let stop = Arc::new(AtomicBool::new(false));
+    let origin = Instant::now();
+    let (report, load_from, load_to, done) = thread::scope(|s| -> Result<_> {
+        let worker = {
+            let stop = Arc::clone(&stop);
+            let accounts = args.accounts;
+            s.spawn(move || workload(db, accounts, Mix::Both, origin, &stop))
+        };
+        thread::sleep(Duration::from_secs_f64(args.idle_seconds));
+        touch(bytes as usize);
+        let loader = db.new_session();
+        let options = LoadOptions {
+            dialect: Dialect {
+                delimiter: b'|',
+                ..Dialect::default()
+            },
+            threads: Some(threads),
+            ..LoadOptions::default()
+        };
+        let rt = runtime()?;
+        let load_from = origin.elapsed();
+        let report = rt.block_on(loader.load(
+            "lineitem",
+            Source::File(file.to_path_buf()),
+            options,
+            &LoadControl::default(),
+        ));
+        let load_to = origin.elapsed();
+        thread::sleep(Duration::from_secs(1));
+        stop.store(true, Ordering::Relaxed);
+        let done = worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("the workload thread panicked"))??;
+        let report: LoadReport = report?;
+        Ok((report, load_from, load_to, done))
+    })?;
+    let end = done.last().copied().unwrap_or(load_to);
+    let tps_idle = rate(&done, Duration::ZERO, load_from);
+    let tps_during = rate(&done, load_from, load_to);
+    let buckets = (end.as_nanos() / BUCKET.as_nanos()) as usize + 1;
+    let mut timeline = vec![0u64; buckets];
+    for t in &done {
+        timeline[(t.as_nanos() / BUCKET.as_nanos()) as usize] += 1;
+    }
+    let per_s = 1.0 / BUCKET.as_secs_f64();
+    let figures = json!({
+        "load_threads": threads,
+        "schedule": "deferred",
+        "tps_idle": tps_idle,
+        "tps_during_load": tps_during,
+        "during_over_idle": tps_during / tps_idle.max(1e-9),
+        "load_s": report.seconds,
+        "merge_tx_ms": report.merge_seconds * 1e3,
+        "rows": report.rows,
+        "bytes": report.bytes,
+        "load_start_s": load_from.as_secs_f64(),
+        "load_end_s": load_to.as_secs_f64(),
+        "bucket_s": BUCKET.as_secs_f64(),
+        "tps_timeline": timeline.iter().map(|&n| n as f64 * per_s).collect::<Vec<_>>(),
+    });
+    Ok((figures, done.len()))
+}
+
+/// Runs `wireload bench online`.
+pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
+    let file = args.data.join("lineitem.tbl");
+    if !file.exists() {
+        bail!(
+            "{} does not exist (write it with `wireload gen tpch --out {}`)",
+            file.display(),
+            args.data.display()
+        );
+    }
+    if args.accounts == 0 {
+        bail!("--accounts must be at least 1");
+    }
+    let db = Database::new(DbConfig { threads });
+    let rt = runtime()?;
+    run(
+        &rt,
+        &db,
+        &format!(
+            "CREATE TABLE acct (id BIGINT PRIMARY KEY, bal BIGINT NOT NULL, note VARCHAR(20)); \
+             INSERT INTO acct SELECT value, 1000, 'account' FROM generate_series(1, {})",
+            args.accounts
+        ),
+    )?;
+    // each transaction kind alone, idle: what the rates below are made of
+    let mut alone = serde_json::Map::new();
+    let mut updates = 0usize;
+    for mix in [Mix::Lookup, Mix::Update] {
+        let stop = AtomicBool::new(false);
+        let origin = Instant::now();
+        let done = thread::scope(|s| {
+            let worker = s.spawn(|| workload(&db, args.accounts, mix, origin, &stop));
+            thread::sleep(Duration::from_secs_f64(args.idle_seconds));
+            stop.store(true, Ordering::Relaxed);
+            worker.join()
+        })
+        .map_err(|_| anyhow::anyhow!("the workload thread panicked"))??;
+        let end = done.last().copied().unwrap_or_default();
+        updates += if mix == Mix::Update { done.len() } else { 0 };
+        alone.insert(
+            format!("{}_tps_idle", mix.name()),
+            json!(rate(&done, Duration::ZERO, end)),
+        );
+    }
+    let mut runs = Vec::new();
+    for &t in &args.load_threads {
+        let (run, done) = run_beside_load(&db, args, &file, t)?;
+        updates += done;
+        runs.push(run);
+    }
+    // every update landed: each added one to one balance
+    let out = run(&rt, &db, "SELECT CAST(sum(bal) AS BIGINT) FROM acct")?;
+    let sum = match out.last() {
+        Some(StatementOutput::Rows { batches, .. }) => batches.first().and_then(|b| {
+            b.column(0)
+                .as_primitive_opt::<Int64Type>()
+                .map(|a| a.value(0))
+        }),
+        _ => None,
+    };
+    let expected = args.accounts as i64 * 1000 + updates as i64;
+    if sum != Some(expected) {
+        bail!("the balances sum to {sum:?} after {updates} updates, expected {expected}");
+    }
+    let first = &runs[0];
+    let doc = json!({
+        "benchmark": "online-loading",
+        "accounts": args.accounts,
+        "transaction": Mix::Both.name(),
+        "file": file.display().to_string(),
+        "tps_idle": first["tps_idle"],
+        "tps_during_load": first["tps_during_load"],
+        "merge_tx_ms": first["merge_tx_ms"],
+        "load_s": first["load_s"],
+        "alone": alone,
+        "runs": runs,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "accounts: {}; idle, one kind at a time: lookup {:.0} tps, update {:.0} tps",
+            args.accounts,
+            doc["alone"]["lookup_tps_idle"].as_f64().unwrap_or(0.0),
+            doc["alone"]["update_tps_idle"].as_f64().unwrap_or(0.0)
+        );
+        for r in &runs {
+            println!(
+                "load on {} thread(s): {} rows in {:.2} s, merge {:.1} ms; lookup+update: \
+                 {:.0} tps idle, {:.0} tps during the load ({:.0}%)",
+                r["load_threads"],
+                r["rows"],
+                r["load_s"].as_f64().unwrap_or(0.0),
+                r["merge_tx_ms"].as_f64().unwrap_or(0.0),
+                r["tps_idle"].as_f64().unwrap_or(0.0),
+                r["tps_during_load"].as_f64().unwrap_or(0.0),
+                r["during_over_idle"].as_f64().unwrap_or(0.0) * 100.0
+            );
+        }
+    }
+    Ok(())
+}
