@@ -6,6 +6,8 @@
 //! A buffer is known by its *slot*, a number unique within the load (for a CSV load
 //! `task * partitions + partition`); its segment id is the index's first free id plus the slot.
 
+use std::sync::Arc;
+
 use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -273,21 +275,31 @@ pub(crate) fn version_row(version: &TableVersion, id: RowId) -> (&RecordBatch, u
 
 /// Builds index `index` over the current rows of `table` (every chunk a segment, indexed in
 /// parallel, then merged) and publishes the version that has it. Returns the number of keys.
+///
+/// The index is built without the writer lock (no parallel work ever runs under it: a
+/// pool thread waiting for the lock could otherwise hold the work the holder waits for);
+/// when another write published meanwhile, it is built again over that version.
 pub(crate) fn create_index(table: &Table, index: IndexDef) -> Result<usize, LoadError> {
     let def = table.def();
-    let guard = table.begin_write();
-    let base = guard.base();
-    if base.index(&index.name).is_some() {
-        return Err(LoadError::Options(format!(
-            "index \"{}\" already exists",
-            index.name
-        )));
+    let mut base = table.snapshot();
+    loop {
+        if base.index(&index.name).is_some() {
+            return Err(LoadError::Options(format!(
+                "index \"{}\" already exists",
+                index.name
+            )));
+        }
+        let new = build_over(def, &base, index.clone())?;
+        let guard = table.begin_write();
+        if guard.base().number != base.number {
+            base = Arc::clone(guard.base());
+            continue;
+        }
+        let keys = new.index.len();
+        let next = base.with_index(new);
+        guard.publish(next);
+        return Ok(keys);
     }
-    let new = build_over(def, base, index)?;
-    let keys = new.index.len();
-    let next = base.with_index(new);
-    guard.publish(next);
-    Ok(keys)
 }
 
 /// `version` with each of its indexes built anew over its rows (for writes that replace

@@ -28,7 +28,7 @@ pub use error::{BadValue, KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
-pub use pool::{install, pool};
+pub use pool::{install, locked_pool, pool};
 pub use publish::{Appender, Published, Sites, Unit};
 pub use source::{BLOCK_BYTES, Blocks, Input, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};

@@ -11,8 +11,25 @@ use crate::error::LoadError;
 /// The pool of `threads` worker threads (at least one), started on first use.
 pub fn pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    pool_in(&POOLS, "", threads)
+}
+
+/// A pool of `threads` threads apart from [`pool`]'s, for work done while holding a
+/// table's writer lock: threads of the other pools may wait for that lock, so the holder
+/// must not depend on them.
+pub fn locked_pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    pool_in(&POOLS, "locked-", threads)
+}
+
+/// The pool of `threads` threads in `pools`, its threads named with `prefix`.
+fn pool_in(
+    pools: &'static OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>>,
+    prefix: &'static str,
+    threads: usize,
+) -> Result<Arc<ThreadPool>, LoadError> {
     let threads = threads.max(1);
-    let mut pools = POOLS
+    let mut pools = pools
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -21,7 +38,7 @@ pub fn pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(move |i| format!("wireload-{threads}t-{i}"))
+        .thread_name(move |i| format!("wireload-{prefix}{threads}t-{i}"))
         .build()
         .map_err(|e| LoadError::Threads {
             threads,

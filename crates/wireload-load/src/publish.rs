@@ -457,17 +457,30 @@ impl<'t> Appender<'t> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
-        let guard = self.table.begin_write();
-        let now = guard.base();
-        let next = if now.number == base.number {
-            base.with_appended(added, indexes)
-        } else {
-            rebuild_indexes(def, now.with_appended(added, now.indexes.clone()))?
-        };
-        if ctl.cancel.load(Relaxed) {
-            return Err(LoadError::Cancelled);
+        // no parallel work runs under the writer lock (a pool thread waiting for it could
+        // hold the work the holder waits for): a version another write published meanwhile
+        // gets the indexes rebuilt outside the lock, then the lock is taken again
+        let mut next = Some(base.with_appended(added.clone(), indexes));
+        let mut built_on = base.number;
+        loop {
+            let guard = self.table.begin_write();
+            let now = Arc::clone(guard.base());
+            if now.number == built_on
+                && let Some(next) = next.take()
+            {
+                if ctl.cancel.load(Relaxed) {
+                    return Err(LoadError::Cancelled);
+                }
+                guard.publish(next);
+                break;
+            }
+            drop(guard);
+            next = Some(rebuild_indexes(
+                def,
+                now.with_appended(added.clone(), now.indexes.clone()),
+            )?);
+            built_on = now.number;
         }
-        guard.publish(next);
         Ok(Published {
             rows,
             merge_seconds: merge_start.elapsed().as_secs_f64(),

@@ -590,17 +590,21 @@ impl Database {
         if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SqlError::Cancelled);
         }
-        let (rows, returned, schema) = self
-            .run_blocking(None, move || {
-                let guard = target.begin_write();
-                let schema = Arc::clone(&guard.base().schema);
-                let written = rewrite::apply(target.def(), guard.base(), &write, &what)?;
-                if written.rows > 0 {
-                    guard.publish(written.version);
-                }
-                Ok((written.rows, written.returned, schema))
-            })
-            .await?;
+        // the lock is taken off the load pools and the work runs on a pool of its own: a
+        // load pool's thread may be waiting for the lock
+        let pool = wireload_load::locked_pool(self.threads)
+            .map_err(|e| SqlError::Resources(e.to_string()))?;
+        let (rows, returned, schema) = off_runtime(move || {
+            let guard = target.begin_write();
+            let schema = Arc::clone(&guard.base().schema);
+            let written =
+                pool.install(|| rewrite::apply(target.def(), guard.base(), &write, &what))?;
+            if written.rows > 0 {
+                guard.publish(written.version);
+            }
+            Ok((written.rows, written.returned, schema))
+        })
+        .await?;
         let returning = match &returning {
             Some(items) => Some(
                 dml::returning(&self.ctx, table.name(), items.clone(), schema, returned).await?,
