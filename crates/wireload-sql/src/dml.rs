@@ -261,7 +261,23 @@ pub(crate) fn nullable_values(plan: LogicalPlan) -> Result<LogicalPlan, SqlError
 }
 
 /// Evaluates RETURNING `items` over `rows` (the rows a statement wrote to table `table`).
-pub(crate) async fn returning(
+pub(crate) async fn returning_of(
+    ctx: &SessionContext,
+    table: &str,
+    items: Option<&[SelectItem]>,
+    schema: SchemaRef,
+    rows: Vec<RecordBatch>,
+) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
+    match items {
+        Some(items) => Ok(Some(
+            returning(ctx, table, items.to_vec(), schema, rows).await?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The rows of `RETURNING items` over `rows` (in `schema`) of table `table`.
+async fn returning(
     ctx: &SessionContext,
     table: &str,
     items: Vec<SelectItem>,

@@ -509,12 +509,14 @@ impl Database {
         let schema = Arc::new(df.schema().as_arrow().clone());
         let batches = self.collect(df, ctl).await?;
         // RETURNING is evaluated first: when it fails, nothing is inserted
-        let returning = match returning {
-            Some(items) => {
-                Some(dml::returning(&self.ctx, table.name(), items, schema, batches.clone()).await?)
-            }
-            None => None,
-        };
+        let returning = dml::returning_of(
+            &self.ctx,
+            table.name(),
+            returning.as_deref(),
+            schema,
+            batches.clone(),
+        )
+        .await?;
         let rows = self.append(table, "INSERT", batches, ctl).await?;
         Ok(StatementOutput::Changed(RowChange {
             command: "INSERT",
@@ -555,19 +557,14 @@ impl Database {
                     rewrite::apply(target.def(), &snapshot, &write, &what)
                 })
                 .await?;
-            let returned = match &returning {
-                Some(items) => Some(
-                    dml::returning(
-                        &self.ctx,
-                        table.name(),
-                        items.clone(),
-                        Arc::clone(&base.schema),
-                        written.returned,
-                    )
-                    .await?,
-                ),
-                None => None,
-            };
+            let returned = dml::returning_of(
+                &self.ctx,
+                table.name(),
+                returning.as_deref(),
+                Arc::clone(&base.schema),
+                written.returned,
+            )
+            .await?;
             if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
                 return Err(SqlError::Cancelled);
             }
@@ -594,23 +591,32 @@ impl Database {
         // load pool's thread may be waiting for the lock
         let pool = wireload_load::locked_pool(self.threads)
             .map_err(|e| SqlError::Resources(e.to_string()))?;
-        let (rows, returned, schema) = off_runtime(move || {
+        let (ctx, runtime) = (self.ctx.clone(), tokio::runtime::Handle::try_current().ok());
+        let (rows, returning) = off_runtime(move || {
             let guard = target.begin_write();
-            let schema = Arc::clone(&guard.base().schema);
             let written =
                 pool.install(|| rewrite::apply(target.def(), guard.base(), &write, &what))?;
+            // RETURNING before publishing: when it fails, nothing changes
+            let returned = dml::returning_of(
+                &ctx,
+                target.name(),
+                returning.as_deref(),
+                Arc::clone(&guard.base().schema),
+                written.returned,
+            );
+            let returned = match runtime {
+                Some(handle) => handle.block_on(returned),
+                None => tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .map_err(|e| SqlError::Resources(e.to_string()))?
+                    .block_on(returned),
+            }?;
             if written.rows > 0 {
                 guard.publish(written.version);
             }
-            Ok((written.rows, written.returned, schema))
+            Ok((written.rows, returned))
         })
         .await?;
-        let returning = match &returning {
-            Some(items) => Some(
-                dml::returning(&self.ctx, table.name(), items.clone(), schema, returned).await?,
-            ),
-            None => None,
-        };
         Ok(StatementOutput::Changed(RowChange {
             command,
             rows,
