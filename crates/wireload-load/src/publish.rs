@@ -460,14 +460,11 @@ impl<'t> Appender<'t> {
         // no parallel work runs under the writer lock (a pool thread waiting for it could
         // hold the work the holder waits for): a version another write published meanwhile
         // gets the indexes rebuilt outside the lock, then the lock is taken again
-        let mut next = Some(base.with_appended(added.clone(), indexes));
-        let mut built_on = base.number;
+        let (mut next, mut built_on) = (base.with_appended(added.clone(), indexes), base.number);
         loop {
             let guard = self.table.begin_write();
             let now = Arc::clone(guard.base());
-            if now.number == built_on
-                && let Some(next) = next.take()
-            {
+            if now.number == built_on {
                 if ctl.cancel.load(Relaxed) {
                     return Err(LoadError::Cancelled);
                 }
@@ -475,10 +472,7 @@ impl<'t> Appender<'t> {
                 break;
             }
             drop(guard);
-            next = Some(rebuild_indexes(
-                def,
-                now.with_appended(added.clone(), now.indexes.clone()),
-            )?);
+            next = rebuild_indexes(def, now.with_appended(added.clone(), now.indexes.clone()))?;
             built_on = now.number;
         }
         Ok(Published {
