@@ -27,6 +27,7 @@ mod ddl;
 mod dml;
 mod error;
 mod export;
+mod keyed;
 mod limits;
 mod parse;
 mod rewrite;
@@ -34,6 +35,7 @@ mod settings;
 mod transaction;
 mod unload;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,6 +56,8 @@ use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef};
 use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
+/// Parameter values of prepared statements ([`Database::execute_prepared`]).
+pub use datafusion::common::ScalarValue;
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
 pub use dml::{CreateTableAs, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
@@ -135,6 +139,31 @@ impl std::fmt::Display for UnloadSummary {
     }
 }
 
+/// A statement planned once, run many times with parameters ([`Database::prepare`]).
+#[derive(Debug, Clone)]
+pub struct PreparedStatement {
+    /// DataFusion's plan, with placeholders for the parameters.
+    plan: Arc<LogicalPlan>,
+    /// The RETURNING list of a write.
+    returning: Option<Vec<ast::SelectItem>>,
+    /// Each parameter's type, when the statement tells it.
+    params: Vec<Option<arrow::datatypes::DataType>>,
+    /// The key access, for a read of one row by a unique key.
+    keyed: Option<Arc<keyed::KeyedRead>>,
+}
+
+impl PreparedStatement {
+    /// Each parameter's type (`$1` first), where the statement tells it.
+    pub fn parameter_types(&self) -> &[Option<arrow::datatypes::DataType>] {
+        &self.params
+    }
+
+    /// True when it runs straight on a unique index (a read of one row by its key).
+    pub fn is_key_access(&self) -> bool {
+        self.keyed.is_some()
+    }
+}
+
 /// Database settings.
 #[derive(Debug, Clone, Default)]
 pub struct DbConfig {
@@ -151,6 +180,10 @@ pub struct Database {
     threads: usize,
     settings: Mutex<Settings>,
     tx: Mutex<Option<transaction::Transaction>>,
+    /// Statements prepared by name (SQL `PREPARE`) that read a row by a unique key.
+    keyed: Mutex<HashMap<String, Arc<keyed::KeyedRead>>>,
+    /// Executions answered by a key access.
+    key_reads: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Database {
@@ -178,6 +211,8 @@ impl Database {
             threads,
             settings: Mutex::new(Settings::default()),
             tx: Mutex::new(None),
+            keyed: Mutex::new(HashMap::new()),
+            key_reads: Default::default(),
         }
     }
 
@@ -192,6 +227,8 @@ impl Database {
             threads: self.threads,
             settings: Mutex::new(Settings::default()),
             tx: Mutex::new(None),
+            keyed: Mutex::new(HashMap::new()),
+            key_reads: Default::default(),
         }
     }
 
@@ -248,10 +285,117 @@ impl Database {
         if let Statement::Transaction(t) = statement {
             return self.transaction(t);
         }
+        let catalog_change = changes_the_catalog(&statement);
+        self.in_transaction_run(catalog_change, self.run_statement(statement, ctl), ctl)
+            .await
+    }
+
+    /// Prepares `sql` (one query, INSERT, UPDATE or DELETE, with parameters `$1`, `$2`,
+    /// ...) to be run many times by [`Database::execute_prepared`]. A read of one row by a
+    /// unique key (`SELECT ... FROM t WHERE key = $1`) runs straight on the index then.
+    pub async fn prepare(&self, sql: &str) -> Result<PreparedStatement, SqlError> {
+        let mut statements = parse_script(sql)?;
+        if statements.len() != 1 {
+            return Err(SqlError::InvalidOption(format!(
+                "a prepared statement is one statement, found {}",
+                statements.len()
+            )));
+        }
+        let (statement, returning) = match statements.remove(0).statement {
+            Statement::Query(q) => (q, None),
+            Statement::Write(w) => (w.statement, w.returning),
+            _ => {
+                return Err(SqlError::NotSupported(
+                    "only queries, INSERT, UPDATE and DELETE can be prepared".into(),
+                ));
+            }
+        };
+        let plan = self.ctx.state().statement_to_plan(*statement).await?;
+        if matches!(plan, LogicalPlan::Statement(_) | LogicalPlan::Ddl(_)) {
+            return Err(SqlError::NotSupported(
+                "only queries, INSERT, UPDATE and DELETE can be prepared".into(),
+            ));
+        }
+        let fields = plan.get_parameter_fields()?;
+        let params = (1..=fields.len())
+            .map(|n| {
+                fields
+                    .get(&format!("${n}"))
+                    .cloned()
+                    .flatten()
+                    .map(|f| f.data_type().clone())
+            })
+            .collect::<Vec<_>>();
+        let keyed = match parameter_fields(&plan) {
+            Some(fields) if returning.is_none() => {
+                keyed::KeyedRead::of(&plan, &fields, |name| self.table(name).ok()).map(Arc::new)
+            }
+            _ => None,
+        };
+        Ok(PreparedStatement {
+            plan: Arc::new(plan),
+            returning,
+            params,
+            keyed,
+        })
+    }
+
+    /// Runs a statement of [`Database::prepare`] with `params` (one per parameter, cast to
+    /// its type), as [`Database::execute_statement`] runs a statement.
+    pub async fn execute_prepared(
+        &self,
+        prepared: &PreparedStatement,
+        params: &[datafusion::common::ScalarValue],
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        if params.len() != prepared.params.len() {
+            return Err(SqlError::InvalidOption(format!(
+                "the prepared statement takes {} parameters, {} given",
+                prepared.params.len(),
+                params.len()
+            )));
+        }
+        let params = params
+            .iter()
+            .zip(&prepared.params)
+            .map(|(v, ty)| match ty {
+                Some(ty) if v.data_type() != *ty => v.cast_to(ty),
+                _ => Ok(v.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let run = async {
+            if let Some(read) = &prepared.keyed
+                && let Some(out) = self.run_keyed(read, &params)
+            {
+                return out;
+            }
+            let values =
+                datafusion::common::ParamValues::List(params.into_iter().map(Into::into).collect());
+            let plan = prepared.plan.as_ref().clone().with_param_values(values)?;
+            if let LogicalPlan::Dml(dml) = plan {
+                return self.write_plan(dml, prepared.returning.clone(), ctl).await;
+            }
+            let df = self.ctx.execute_logical_plan(plan).await?;
+            let schema = Arc::new(df.schema().as_arrow().clone());
+            let batches = self.collect(df, ctl).await?;
+            Ok(StatementOutput::Rows { schema, batches })
+        };
+        self.in_transaction_run(None, run, ctl).await
+    }
+
+    /// Runs a statement's `work` under `statement_timeout`; inside a transaction, refuses
+    /// it once the transaction failed (and a statement changing the catalog, `what`), and
+    /// a failing statement fails the transaction.
+    async fn in_transaction_run(
+        &self,
+        catalog_change: Option<&'static str>,
+        work: impl Future<Output = Result<StatementOutput, SqlError>>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         let in_tx = match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             Some(tx) if tx.failed => return Err(SqlError::InFailedTransaction),
             Some(tx) => {
-                if let Some(what) = changes_the_catalog(&statement) {
+                if let Some(what) = catalog_change {
                     tx.failed = true;
                     return Err(SqlError::NotSupported(format!(
                         "{what} is not supported inside a transaction yet"
@@ -261,7 +405,7 @@ impl Database {
             }
             None => false,
         };
-        let result = self.execute_timed(statement, ctl).await;
+        let result = self.timed(work, ctl).await;
         if in_tx
             && result.is_err()
             && let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
@@ -269,6 +413,12 @@ impl Database {
             tx.failed = true;
         }
         result
+    }
+
+    /// How many executions of prepared statements this session answered straight from a
+    /// unique index (reads of one row by its key), for monitoring.
+    pub fn key_reads(&self) -> u64 {
+        self.key_reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// True while a transaction is open.
@@ -306,23 +456,23 @@ impl Database {
         }
     }
 
-    async fn execute_timed(
+    /// Runs `work` to its end, or until `statement_timeout` cancels it.
+    async fn timed(
         &self,
-        statement: Statement,
+        work: impl Future<Output = Result<StatementOutput, SqlError>>,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         let Some(limit) = self.settings().statement_timeout else {
-            return self.run_statement(statement, ctl).await;
+            return work.await;
         };
-        let run = self.run_statement(statement, ctl);
-        tokio::pin!(run);
-        match tokio::time::timeout(limit, &mut run).await {
+        tokio::pin!(work);
+        match tokio::time::timeout(limit, &mut work).await {
             Ok(result) => result,
             Err(_) => {
                 // ask the statement to stop and wait until it has: it either stops without
                 // a trace or had already finished its work (then that result stands)
                 ctl.cancel.store(true, std::sync::atomic::Ordering::SeqCst);
-                match run.await {
+                match work.await {
                     Err(e) if e.sqlstate() == SqlState::QUERY_CANCELED => {
                         Err(SqlError::Timeout { limit })
                     }
@@ -946,6 +1096,23 @@ impl Database {
     ) -> Result<StatementOutput, SqlError> {
         let tag = command_tag(&statement);
         let plan = self.ctx.state().statement_to_plan(statement).await?;
+        // prepared statements by name: a key access is kept beside DataFusion's plan
+        let prepared_key = match &plan {
+            LogicalPlan::Statement(PlanStatement::Execute(execute)) => {
+                if let Some(out) = self.execute_keyed(execute) {
+                    return out;
+                }
+                None
+            }
+            LogicalPlan::Statement(PlanStatement::Prepare(prepare)) => {
+                Some((prepare.name.clone(), self.keyed_read(prepare)))
+            }
+            LogicalPlan::Statement(PlanStatement::Deallocate(d)) => {
+                self.keyed_reads().remove(&d.name);
+                None
+            }
+            _ => None,
+        };
         let done = match &plan {
             LogicalPlan::Ddl(
                 DdlStatement::CreateMemoryTable(_)
@@ -968,6 +1135,9 @@ impl Database {
             _ => false,
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
+        if let Some((name, Some(read))) = prepared_key {
+            self.keyed_reads().insert(name, Arc::new(read));
+        }
         // EXECUTE of a prepared INSERT, UPDATE or DELETE: its plan with the parameters set
         if let LogicalPlan::Dml(dml) = df.logical_plan() {
             return self.write_plan(dml.clone(), None, ctl).await;
@@ -980,6 +1150,79 @@ impl Database {
         let batches = self.collect(df, ctl).await?;
         Ok(StatementOutput::Rows { schema, batches })
     }
+
+    /// The session's key accesses of statements prepared by name.
+    fn keyed_reads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<keyed::KeyedRead>>> {
+        self.keyed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The key access of a statement being prepared, when it has one.
+    fn keyed_read(&self, prepare: &datafusion::logical_expr::Prepare) -> Option<keyed::KeyedRead> {
+        let fields = if prepare.fields.is_empty() {
+            parameter_fields(&prepare.input)?
+        } else {
+            prepare.fields.clone()
+        };
+        keyed::KeyedRead::of(&prepare.input, &fields, |name| self.table(name).ok())
+    }
+
+    /// `EXECUTE name(values)` by the statement's key access; `None` when it has none (or
+    /// it does not apply now): DataFusion runs it then, and reports any error.
+    fn execute_keyed(
+        &self,
+        execute: &datafusion::logical_expr::Execute,
+    ) -> Option<Result<StatementOutput, SqlError>> {
+        let read = Arc::clone(self.keyed_reads().get(&execute.name)?);
+        if execute.parameters.len() != read.params().len() {
+            return None;
+        }
+        use datafusion::logical_expr::Expr;
+        use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
+        let mut params = Vec::with_capacity(execute.parameters.len());
+        for (e, ty) in execute.parameters.iter().zip(read.params()) {
+            // constants such as `-5` or `DATE '2024-01-01'` folded to literals, as
+            // DataFusion's EXECUTE does
+            let folded;
+            let e = match e {
+                Expr::Literal(..) => e,
+                _ => {
+                    folded = ExprSimplifier::new(SimplifyContext::default())
+                        .simplify(e.clone())
+                        .ok()?;
+                    &folded
+                }
+            };
+            let Expr::Literal(v, None) = e else {
+                return None;
+            };
+            params.push(v.cast_to(ty).ok()?);
+        }
+        self.run_keyed(&read, &params)
+    }
+
+    /// Runs a key access with `params` (of its parameter types).
+    fn run_keyed(
+        &self,
+        read: &keyed::KeyedRead,
+        params: &[datafusion::common::ScalarValue],
+    ) -> Option<Result<StatementOutput, SqlError>> {
+        let table = self.table(read.table()).ok()?;
+        let rows = read.run(&table, params)?;
+        self.key_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(rows.map(|batches| StatementOutput::Rows {
+            schema: Arc::clone(read.schema()),
+            batches,
+        }))
+    }
+}
+
+/// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.
+fn parameter_fields(plan: &LogicalPlan) -> Option<Vec<arrow::datatypes::FieldRef>> {
+    let fields = plan.get_parameter_fields().ok()?;
+    (1..=fields.len())
+        .map(|n| fields.get(&format!("${n}")).cloned().flatten())
+        .collect()
 }
 
 /// Runs blocking `work` off the async runtime (on the calling thread when there is none).

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{db, fail, query, row, run, srow};
+use arrow::datatypes::DataType;
+use common::{Row, db, fail, query, row, rows_of, run, srow};
+use datafusion::common::ScalarValue;
+use wireload_load::LoadControl;
 use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
 
 /// Runs one statement that changes rows and returns its command tag.
@@ -661,5 +664,179 @@ async fn prepared_queries_take_parameters() {
     assert_eq!(
         error(&db, "EXECUTE ins(1, 'dup')").await.sqlstate(),
         SqlState::UNIQUE_VIOLATION
+    );
+}
+
+/// The rows of the last output of `out`.
+fn rows_out(out: &StatementOutput) -> Vec<Row> {
+    match out {
+        StatementOutput::Rows { batches, .. } => rows_of(batches),
+        other => panic!("expected rows, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
+    let db = db(2);
+    run(
+        &db,
+        "CREATE TABLE k (id INT PRIMARY KEY, code TEXT NOT NULL, day DATE NOT NULL, v BIGINT, \
+         note TEXT, UNIQUE (code, day))",
+    )
+    .await
+    .unwrap();
+    let values: Vec<String> = (1..=300)
+        .map(|i| {
+            let v = if i % 7 == 0 {
+                "NULL".to_string()
+            } else {
+                (i * 10).to_string()
+            };
+            format!(
+                "({i}, 'c{}', DATE '2024-01-01' + INTERVAL '{} days', {v}, 'n{i}')",
+                i % 17,
+                i / 17
+            )
+        })
+        .collect();
+    run(&db, &format!("INSERT INTO k VALUES {}", values.join(", ")))
+        .await
+        .unwrap();
+    run(
+        &db,
+        "PREPARE a(INT) AS SELECT v, note FROM k WHERE id = $1; \
+         PREPARE b(BIGINT) AS SELECT * FROM k WHERE $1 = id; \
+         PREPARE c(TEXT, DATE) AS SELECT id AS ident, v FROM k t WHERE t.code = $1 AND day = $2; \
+         PREPARE d(INT) AS SELECT id FROM k WHERE id = $1 AND v = 20; \
+         PREPARE e(INT) AS SELECT id FROM k WHERE id = $1 ORDER BY id",
+    )
+    .await
+    .unwrap();
+    let mut keyed = 0;
+    for id in [-1i64, 0, 1, 2, 7, 150, 299, 300, 301, i32::MAX as i64] {
+        let expected = query(&db, &format!("SELECT v, note FROM k WHERE id = {id}")).await;
+        assert_eq!(expected.len(), usize::from((1..=300).contains(&id)), "{id}");
+        assert_eq!(query(&db, &format!("EXECUTE a({id})")).await, expected);
+        let all = query(&db, &format!("SELECT * FROM k WHERE id = {id}")).await;
+        assert_eq!(query(&db, &format!("EXECUTE b({id})")).await, all);
+        keyed += 2;
+    }
+    // a BIGINT no INT column can hold, and NULL, match nothing
+    assert!(query(&db, "EXECUTE b(1099511627776)").await.is_empty());
+    assert!(query(&db, "EXECUTE a(NULL)").await.is_empty());
+    keyed += 2;
+    for (code, day) in [
+        ("c3", "2024-01-01"),
+        ("c3", "2024-01-02"),
+        ("c5", "2024-01-18"),
+    ] {
+        let expected = query(
+            &db,
+            &format!("SELECT id AS ident, v FROM k WHERE code = '{code}' AND day = DATE '{day}'"),
+        )
+        .await;
+        let got = query(&db, &format!("EXECUTE c('{code}', DATE '{day}')")).await;
+        assert_eq!(got, expected, "{code} {day}");
+        keyed += 1;
+    }
+    assert_eq!(
+        query(&db, "EXECUTE c('c3', DATE '2024-01-01')").await,
+        vec![row(&[Some("3"), Some("30")])]
+    );
+    keyed += 1;
+    // other shapes take DataFusion's path
+    assert_eq!(query(&db, "EXECUTE d(2)").await, vec![srow(&["2"])]);
+    assert!(query(&db, "EXECUTE d(3)").await.is_empty());
+    assert_eq!(query(&db, "EXECUTE e(4)").await, vec![srow(&["4"])]);
+    assert_eq!(db.key_reads(), keyed);
+    // the current version is read, and a transaction's own writes
+    change(&db, "UPDATE k SET note = 'changed' WHERE id = 5").await;
+    assert_eq!(
+        query(&db, "EXECUTE a(5)").await,
+        vec![srow(&["50", "changed"])]
+    );
+    let other = db.new_session();
+    run(
+        &other,
+        "PREPARE a(INT) AS SELECT v, note FROM k WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    run(&db, "BEGIN; UPDATE k SET note = 'tx' WHERE id = 6")
+        .await
+        .unwrap();
+    assert_eq!(query(&db, "EXECUTE a(6)").await, vec![srow(&["60", "tx"])]);
+    assert_eq!(
+        query(&other, "EXECUTE a(6)").await,
+        vec![srow(&["60", "n6"])]
+    );
+    run(&db, "ROLLBACK").await.unwrap();
+    assert_eq!(query(&db, "EXECUTE a(6)").await, vec![srow(&["60", "n6"])]);
+    assert_eq!(other.key_reads(), 1);
+    // DEALLOCATE forgets the key access too; the name can be prepared again
+    run(
+        &db,
+        "DEALLOCATE a; PREPARE a(INT) AS SELECT note FROM k WHERE id = $1 + 1",
+    )
+    .await
+    .unwrap();
+    let before = db.key_reads();
+    assert_eq!(query(&db, "EXECUTE a(6)").await, vec![srow(&["n7"])]);
+    assert_eq!(db.key_reads(), before);
+
+    // the API: parameter types inferred from the key column, values cast to them
+    let ctl = LoadControl::default();
+    let read = db
+        .prepare("SELECT note FROM k WHERE id = $1")
+        .await
+        .unwrap();
+    assert!(read.is_key_access());
+    assert_eq!(read.parameter_types(), &[Some(DataType::Int32)]);
+    let out = db
+        .execute_prepared(&read, &[ScalarValue::Int64(Some(9))], &ctl)
+        .await
+        .unwrap();
+    assert_eq!(rows_out(&out), vec![srow(&["n9"])]);
+    let update = db
+        .prepare("UPDATE k SET v = v + $2 WHERE id = $1")
+        .await
+        .unwrap();
+    assert!(!update.is_key_access());
+    let out = db
+        .execute_prepared(
+            &update,
+            &[ScalarValue::Int32(Some(9)), ScalarValue::Int64(Some(1))],
+            &ctl,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(&out, StatementOutput::Changed(c) if c.tag() == "UPDATE 1"));
+    assert_eq!(
+        query(&db, "SELECT v FROM k WHERE id = 9").await,
+        vec![srow(&["91"])]
+    );
+    let scan = db
+        .prepare("SELECT count(*) FROM k WHERE v > $1")
+        .await
+        .unwrap();
+    assert!(!scan.is_key_access());
+    let out = db
+        .execute_prepared(&scan, &[ScalarValue::Int64(Some(2900))], &ctl)
+        .await
+        .unwrap();
+    assert_eq!(rows_out(&out), vec![srow(&["9"])]);
+    assert!(
+        db.execute_prepared(&read, &[], &ctl)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("1 parameters, 0 given")
+    );
+    assert!(
+        db.prepare("CREATE TABLE z (a INT)")
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("can be prepared")
     );
 }

@@ -15,7 +15,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
 use serde_json::{Value, json};
 use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
-use wireload_sql::{Database, DbConfig, StatementOutput};
+use wireload_sql::{Database, DbConfig, PreparedStatement, ScalarValue, StatementOutput};
 
 use crate::cli::BenchOnlineArgs;
 use crate::lookup::splitmix;
@@ -41,11 +41,13 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// What a transaction does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mix {
-    /// `EXECUTE get(k)`
+    /// the prepared lookup, through the API
     Lookup,
-    /// `EXECUTE upd(k)`
+    /// the prepared lookup, as SQL text `EXECUTE get(k)`
+    LookupSql,
+    /// the prepared update, through the API
     Update,
-    /// both, on the same key
+    /// lookup and update on the same key, through the API
     Both,
 }
 
@@ -53,28 +55,55 @@ impl Mix {
     fn name(self) -> &'static str {
         match self {
             Mix::Lookup => "lookup",
+            Mix::LookupSql => "lookup_sql_text",
             Mix::Update => "update",
             Mix::Both => "lookup+update",
         }
     }
 }
 
-/// One transaction on a random account; fails when the lookup finds no single row.
-fn transaction(rt: &tokio::runtime::Runtime, db: &Database, mix: Mix, key: u64) -> Result<()> {
-    if mix != Mix::Update {
-        let out = run(rt, db, &format!("EXECUTE get({key})"))?;
-        let rows: usize = match out.last() {
-            Some(StatementOutput::Rows { batches, .. }) => {
-                batches.iter().map(|b| b.num_rows()).sum()
-            }
-            _ => 0,
-        };
-        if rows != 1 {
-            bail!("account {key}: the lookup returned {rows} rows");
-        }
+/// A session's prepared statements.
+struct Prepared {
+    /// `SELECT bal, note FROM acct WHERE id = $1`
+    get: PreparedStatement,
+    /// `UPDATE acct SET bal = bal + 1 WHERE id = $1`
+    upd: PreparedStatement,
+}
+
+/// Rows of a statement's output.
+fn rows_of(out: &StatementOutput) -> usize {
+    match out {
+        StatementOutput::Rows { batches, .. } => batches.iter().map(|b| b.num_rows()).sum(),
+        _ => 0,
     }
-    if mix != Mix::Lookup {
-        run(rt, db, &format!("EXECUTE upd({key})"))?;
+}
+
+/// One transaction on a random account; fails when the lookup finds no single row.
+fn transaction(
+    rt: &tokio::runtime::Runtime,
+    db: &Database,
+    prepared: &Prepared,
+    mix: Mix,
+    key: u64,
+) -> Result<()> {
+    let ctl = LoadControl::default();
+    let param = [ScalarValue::Int64(Some(key as i64))];
+    let rows = match mix {
+        Mix::Update => 1,
+        Mix::LookupSql => run(rt, db, &format!("EXECUTE get({key})"))?
+            .last()
+            .map_or(0, rows_of),
+        Mix::Lookup | Mix::Both => rows_of(
+            &rt.block_on(db.execute_prepared(&prepared.get, &param, &ctl))
+                .with_context(|| format!("the lookup of account {key} failed"))?,
+        ),
+    };
+    if rows != 1 {
+        bail!("account {key}: the lookup returned {rows} rows");
+    }
+    if matches!(mix, Mix::Update | Mix::Both) {
+        rt.block_on(db.execute_prepared(&prepared.upd, &param, &ctl))
+            .with_context(|| format!("the update of account {key} failed"))?;
     }
     Ok(())
 }
@@ -91,17 +120,21 @@ fn workload(
     let rt = runtime()?;
     let db = db.new_session();
     let db = &db;
-    run(
-        &rt,
-        db,
-        "PREPARE get(BIGINT) AS SELECT bal, note FROM acct WHERE id = $1; \
-         PREPARE upd(BIGINT) AS UPDATE acct SET bal = bal + 1 WHERE id = $1",
-    )?;
+    let get = "SELECT bal, note FROM acct WHERE id = $1";
+    let upd = "UPDATE acct SET bal = bal + 1 WHERE id = $1";
+    run(&rt, db, &format!("PREPARE get(BIGINT) AS {get}"))?;
+    let prepared = Prepared {
+        get: rt.block_on(db.prepare(get))?,
+        upd: rt.block_on(db.prepare(upd))?,
+    };
+    if !prepared.get.is_key_access() {
+        bail!("the lookup `{get}` does not run as a key access");
+    }
     let mut seed = 7u64;
     let mut done = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let key = splitmix(&mut seed) % accounts + 1;
-        transaction(&rt, db, mix, key)?;
+        transaction(&rt, db, &prepared, mix, key)?;
         done.push(origin.elapsed());
     }
     Ok(done)
@@ -231,7 +264,7 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
     // each transaction kind alone, idle: what the rates below are made of
     let mut alone = serde_json::Map::new();
     let mut updates = 0usize;
-    for mix in [Mix::Lookup, Mix::Update] {
+    for mix in [Mix::Lookup, Mix::LookupSql, Mix::Update] {
         let stop = AtomicBool::new(false);
         let origin = Instant::now();
         let done = thread::scope(|s| {
@@ -285,9 +318,13 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "accounts: {}; idle, one kind at a time: lookup {:.0} tps, update {:.0} tps",
+            "accounts: {}; idle, one kind at a time: lookup {:.0} tps (as SQL text {:.0} \
+             tps), update {:.0} tps",
             args.accounts,
             doc["alone"]["lookup_tps_idle"].as_f64().unwrap_or(0.0),
+            doc["alone"]["lookup_sql_text_tps_idle"]
+                .as_f64()
+                .unwrap_or(0.0),
             doc["alone"]["update_tps_idle"].as_f64().unwrap_or(0.0)
         );
         for r in &runs {
