@@ -15,6 +15,7 @@ use arrow::record_batch::RecordBatch;
 use datafusion::common::DFSchema;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, WriteOp};
+use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 use wireload_storage::{Partition, TableDef, TableVersion};
@@ -70,6 +71,12 @@ impl RowWrite {
             .reduce(|a, b| a.and(b));
         // expressions over whole chunks: every column of the table, whatever the scan kept
         let schema = DFSchema::try_from_qualified_schema(qualifier, table)?;
+        let simplifier = ExprSimplifier::new(
+            SimplifyContext::builder()
+                .with_schema(Arc::new(schema.clone()))
+                .with_config_options(Arc::clone(ctx.state().config_options()))
+                .build(),
+        );
         let physical = |e: &Expr| {
             let subquery = e.exists(|e| {
                 Ok(matches!(
@@ -80,7 +87,10 @@ impl RowWrite {
             if subquery {
                 return Err(unsupported("a subquery"));
             }
-            Ok(ctx.create_physical_expr(e.clone(), &schema)?)
+            // simplified first, as the optimizer would: some functions (coalesce, nvl)
+            // exist only as rewrites
+            let e = simplifier.simplify(simplifier.coerce(e.clone(), &schema)?)?;
+            Ok(ctx.create_physical_expr(e, &schema)?)
         };
         Ok(RowWrite {
             predicate: predicate.as_ref().map(physical).transpose()?,

@@ -512,6 +512,20 @@ async fn update_changes_rows_and_keeps_keys_unique() {
             row(&[Some("3"), Some("n3"), None]),
         ]
     );
+    // functions DataFusion only has as rewrites (coalesce becomes CASE) work in SET and WHERE
+    // (they failed with an internal error: the expressions were not simplified)
+    assert_eq!(
+        change(
+            &db,
+            "UPDATE p SET score = coalesce(score, 0) + 1 WHERE coalesce(score, 0) < 2"
+        )
+        .await,
+        "UPDATE 9"
+    );
+    assert_eq!(
+        query(&db, "SELECT score FROM p WHERE id IN (1, 3) ORDER BY id").await,
+        vec![srow(&["2.50"]), srow(&["1.00"])]
+    );
     let before = query(&db, "SELECT * FROM p ORDER BY id").await;
     // a key another row has, a key twice, NULL in NOT NULL, too long: nothing changes
     for (sql, state) in [

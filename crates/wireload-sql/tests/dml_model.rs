@@ -1,9 +1,13 @@
 //! Random INSERT, UPDATE and DELETE statements checked against a model of the table (rows in
 //! insertion order; updated rows move to the end): after every statement the table, its
 //! primary key index and the statement's row count equal the model's, and a statement the
-//! model rejects (duplicate key, value too long) changes nothing.
+//! model rejects (duplicate key, value too long) changes nothing. A second set, with richer
+//! expressions and RETURNING, is checked against DuckDB (a real DuckDB, from PyPI).
 
 mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::{db, query, run};
 use rand::rngs::StdRng;
@@ -198,6 +202,276 @@ async fn random_writes_equal_the_model() {
         assert!(
             failed > 5 && changed > 50,
             "seed {seed}: {failed} failed, {changed} changed"
+        );
+    }
+}
+
+/// A Python that imports DuckDB: `$WIRELOAD_TEST_PYTHON`, or a virtual environment under
+/// the target directory with the DuckDB release `bench/requirements.txt` pins (made on
+/// first use, from PyPI).
+fn duckdb_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("WIRELOAD_TEST_PYTHON") {
+        return p.into();
+    }
+    let imports = |python: &Path| {
+        Command::new(python)
+            .args(["-c", "import duckdb"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("duckdb-venv");
+    let python = venv.join("bin/python");
+    if imports(&python) {
+        return python;
+    }
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/requirements.txt");
+    let pin = std::fs::read_to_string(&requirements)
+        .expect("bench/requirements.txt")
+        .lines()
+        .find(|l| l.starts_with("duckdb=="))
+        .expect("bench/requirements.txt pins duckdb")
+        .to_string();
+    let status = |cmd: &mut Command| {
+        let out = cmd.output().expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    status(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+    status(Command::new(&python).args(["-m", "pip", "install", "--quiet", &pin]));
+    assert!(
+        imports(&python),
+        "{} cannot import duckdb",
+        python.display()
+    );
+    python
+}
+
+/// A random predicate over `t`.
+fn predicate(rng: &mut StdRng) -> String {
+    let one = |rng: &mut StdRng| match rng.random_range(0..9) {
+        0 => {
+            let lo = rng.random_range(0..100);
+            format!("id BETWEEN {lo} AND {}", lo + rng.random_range(0..20))
+        }
+        1 => format!("a > {}", rng.random_range(-50..50)),
+        2 => "a IS NULL".to_string(),
+        3 => format!("b LIKE '{}%'", rng.random_range(b'a'..=b'c') as char),
+        4 => "d".to_string(),
+        5 => format!("c < {}.5 AND NOT d", rng.random_range(-20..20)),
+        6 => format!(
+            "id % {} = {}",
+            rng.random_range(2..5),
+            rng.random_range(0..2)
+        ),
+        7 => format!("coalesce(a, 0) + id < {}", rng.random_range(0..80)),
+        _ => format!(
+            "a IN ({}, {}, {})",
+            rng.random_range(-20..20),
+            rng.random_range(-20..20),
+            rng.random_range(-20..20)
+        ),
+    };
+    match rng.random_range(0..4) {
+        0 => format!("{} OR {}", one(rng), one(rng)),
+        1 => format!("{} AND NOT ({})", one(rng), one(rng)),
+        _ => one(rng),
+    }
+}
+
+/// A random text value that fits VARCHAR(12), or NULL.
+fn short_text(rng: &mut StdRng) -> String {
+    if rng.random_bool(0.1) {
+        return "NULL".into();
+    }
+    let s: String = (0..rng.random_range(0..6))
+        .map(|_| rng.random_range(b'a'..=b'c') as char)
+        .collect();
+    format!("'{s}'")
+}
+
+/// A random write over `t` (and `s`, a source of rows).
+fn duck_statement(rng: &mut StdRng) -> String {
+    let returning = |rng: &mut StdRng| {
+        if rng.random_bool(0.3) {
+            " RETURNING id, a"
+        } else {
+            ""
+        }
+    };
+    match rng.random_range(0..7) {
+        0 | 1 => {
+            let rows: Vec<String> = (0..rng.random_range(1..=4))
+                .map(|_| {
+                    let a = if rng.random_bool(0.15) {
+                        "NULL".to_string()
+                    } else {
+                        rng.random_range(-40..40).to_string()
+                    };
+                    // a NULL in the NOT NULL column now and then
+                    let d = match rng.random_range(0..20) {
+                        0 => "NULL",
+                        1..=9 => "true",
+                        _ => "false",
+                    };
+                    format!(
+                        "({}, {a}, {}, {}.{:02}, {d})",
+                        rng.random_range(0..120),
+                        short_text(rng),
+                        rng.random_range(-30..30),
+                        rng.random_range(0..100)
+                    )
+                })
+                .collect();
+            format!("INSERT INTO t VALUES {}{}", rows.join(", "), returning(rng))
+        }
+        2 => format!(
+            "INSERT INTO t SELECT id + {}, a * 2, upper(b), c + 1.25, NOT d FROM s WHERE {}{}",
+            rng.random_range(0..150),
+            predicate(rng),
+            returning(rng)
+        ),
+        3 | 4 => {
+            let set = match rng.random_range(0..5) {
+                0 => format!("a = a + {}", rng.random_range(-9..9)),
+                1 => "b = upper(b), d = NOT d".to_string(),
+                2 => format!("c = c * 2 - {}.25", rng.random_range(0..9)),
+                3 => "a = CASE WHEN a IS NULL THEN id ELSE NULL END".to_string(),
+                _ => format!("a = coalesce(a, {}), b = lower(b)", rng.random_range(0..9)),
+            };
+            format!(
+                "UPDATE t SET {set} WHERE {}{}",
+                predicate(rng),
+                returning(rng)
+            )
+        }
+        5 => format!("DELETE FROM t WHERE {}{}", predicate(rng), returning(rng)),
+        _ => format!(
+            "INSERT INTO t SELECT id + 200, a, b, c, d FROM t WHERE {}",
+            predicate(rng)
+        ),
+    }
+}
+
+/// What DuckDB's script printed for one statement.
+#[derive(Debug)]
+struct Peer {
+    ok: bool,
+    error: String,
+    count: Option<u64>,
+    returning: Option<Vec<common::Row>>,
+    table: Option<Vec<common::Row>>,
+}
+
+impl Peer {
+    fn parse(line: &str) -> Peer {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let rows = |v: &serde_json::Value| {
+            v.as_array().map(|rows| {
+                rows.iter()
+                    .map(|r| {
+                        r.as_array()
+                            .expect("a row")
+                            .iter()
+                            .map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .collect()
+            })
+        };
+        Peer {
+            ok: v["ok"].as_bool().expect("ok"),
+            error: v["error"].as_str().unwrap_or_default().to_string(),
+            count: v["count"].as_u64(),
+            returning: rows(&v["returning"]),
+            table: rows(&v["table"]),
+        }
+    }
+}
+
+#[tokio::test]
+async fn random_writes_equal_duckdb() {
+    // (aliased: DataFusion refuses `SELECT CAST(id AS VARCHAR) ... ORDER BY id` as two
+    // expressions of one name)
+    const SNAPSHOT: &str = "SELECT CAST(id AS VARCHAR) AS i, CAST(a AS VARCHAR) AS a2, b, \
+                            CAST(c AS VARCHAR) AS c2, CAST(d AS VARCHAR) AS d2 FROM t ORDER BY id";
+    let setup = [
+        "CREATE TABLE t (id INT PRIMARY KEY, a BIGINT, b VARCHAR(12), c DECIMAL(8,2), \
+         d BOOLEAN NOT NULL)",
+        "CREATE TABLE s (id INT, a BIGINT, b VARCHAR(12), c DECIMAL(8,2), d BOOLEAN)",
+        "INSERT INTO s VALUES (1, 5, 'ab', 1.50, true), (2, NULL, 'ca', -2.25, false), \
+         (3, -7, NULL, 0.00, true), (4, 12, 'bb', 9.99, NULL), (5, 0, '', -0.01, false)",
+    ];
+    let python = duckdb_python();
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..3u64 {
+        let mut rng = StdRng::seed_from_u64(100 + seed);
+        let mut statements: Vec<String> = setup.iter().map(|s| s.to_string()).collect();
+        statements.extend((0..120).map(|_| duck_statement(&mut rng)));
+        let file = dir.path().join(format!("statements-{seed}.json"));
+        std::fs::write(&file, serde_json::to_string(&statements).unwrap()).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/duckdb_dml.py");
+        let out = Command::new(&python)
+            .arg(&script)
+            .arg(&file)
+            .arg(SNAPSHOT)
+            .output()
+            .expect("python runs");
+        assert!(
+            out.status.success(),
+            "DuckDB's script failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let peer: Vec<Peer> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(Peer::parse)
+            .collect();
+        assert_eq!(peer.len(), statements.len());
+        let db = db(2);
+        let (mut failed, mut returned) = (0, 0);
+        for (i, (sql, duck)) in statements.iter().zip(&peer).enumerate() {
+            let context = format!("seed {seed}, statement {i}: {sql}");
+            let ours = run(&db, sql).await;
+            match (&ours, duck.ok) {
+                (Ok(out), true) => {
+                    if let Some(StatementOutput::Changed(c)) = out.last() {
+                        if let Some(want) = &duck.returning {
+                            let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
+                            let mut got = common::rows_of(batches);
+                            let mut want = want.clone();
+                            got.sort();
+                            want.sort();
+                            assert_eq!(got, want, "{context}: RETURNING");
+                            returned += 1;
+                        } else if let Some(n) = duck.count {
+                            assert_eq!(c.rows, n, "{context}: rows");
+                        }
+                    }
+                }
+                (Err(_), false) => failed += 1,
+                (ours, _) => panic!(
+                    "{context}: wireload {:?}, DuckDB {}",
+                    ours.as_ref()
+                        .map(|_| "succeeded")
+                        .map_err(|e| e.to_string()),
+                    if duck.ok {
+                        "succeeded".into()
+                    } else {
+                        format!("failed: {}", duck.error)
+                    }
+                ),
+            }
+            if i >= 1 {
+                let table = query(&db, SNAPSHOT).await;
+                assert_eq!(Some(&table), duck.table.as_ref(), "{context}: table t");
+            }
+        }
+        assert!(
+            failed >= 3 && returned >= 10,
+            "seed {seed}: {failed} failed, {returned} with RETURNING"
         );
     }
 }
