@@ -148,8 +148,8 @@ pub struct PreparedStatement {
     returning: Option<Vec<ast::SelectItem>>,
     /// Each parameter's type, when the statement tells it.
     params: Vec<Option<arrow::datatypes::DataType>>,
-    /// The key access, for a read of one row by a unique key.
-    keyed: Option<Arc<keyed::KeyedRead>>,
+    /// The key access, for a read or update of one row by a unique key.
+    keyed: Option<Arc<keyed::KeyAccess>>,
 }
 
 impl PreparedStatement {
@@ -158,7 +158,8 @@ impl PreparedStatement {
         &self.params
     }
 
-    /// True when it runs straight on a unique index (a read of one row by its key).
+    /// True when it runs straight on a unique index (a read or an update of one row by its
+    /// key).
     pub fn is_key_access(&self) -> bool {
         self.keyed.is_some()
     }
@@ -180,10 +181,10 @@ pub struct Database {
     threads: usize,
     settings: Mutex<Settings>,
     tx: Mutex<Option<transaction::Transaction>>,
-    /// Statements prepared by name (SQL `PREPARE`) that read a row by a unique key.
-    keyed: Mutex<HashMap<String, Arc<keyed::KeyedRead>>>,
+    /// Statements prepared by name (SQL `PREPARE`) that run straight on a unique index.
+    keyed: Mutex<HashMap<String, Arc<keyed::KeyAccess>>>,
     /// Executions answered by a key access.
-    key_reads: std::sync::atomic::AtomicU64,
+    key_accesses: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Database {
@@ -212,7 +213,7 @@ impl Database {
             settings: Mutex::new(Settings::default()),
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
-            key_reads: Default::default(),
+            key_accesses: Default::default(),
         }
     }
 
@@ -228,7 +229,7 @@ impl Database {
             settings: Mutex::new(Settings::default()),
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
-            key_reads: Default::default(),
+            key_accesses: Default::default(),
         }
     }
 
@@ -328,7 +329,8 @@ impl Database {
             .collect::<Vec<_>>();
         let keyed = match parameter_fields(&plan) {
             Some(fields) if returning.is_none() => {
-                keyed::KeyedRead::of(&plan, &fields, |name| self.table(name).ok()).map(Arc::new)
+                keyed::KeyAccess::of(&self.ctx, &plan, &fields, |name| self.table(name).ok())
+                    .map(Arc::new)
             }
             _ => None,
         };
@@ -415,10 +417,10 @@ impl Database {
         result
     }
 
-    /// How many executions of prepared statements this session answered straight from a
-    /// unique index (reads of one row by its key), for monitoring.
-    pub fn key_reads(&self) -> u64 {
-        self.key_reads.load(std::sync::atomic::Ordering::Relaxed)
+    /// How many executions of prepared statements this session ran straight on a unique
+    /// index (reads and updates of one row by its key), for monitoring.
+    pub fn key_accesses(&self) -> u64 {
+        self.key_accesses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// True while a transaction is open.
@@ -1105,10 +1107,10 @@ impl Database {
                 None
             }
             LogicalPlan::Statement(PlanStatement::Prepare(prepare)) => {
-                Some((prepare.name.clone(), self.keyed_read(prepare)))
+                Some((prepare.name.clone(), self.key_access_of(prepare)))
             }
             LogicalPlan::Statement(PlanStatement::Deallocate(d)) => {
-                self.keyed_reads().remove(&d.name);
+                self.keyed_statements().remove(&d.name);
                 None
             }
             _ => None,
@@ -1136,7 +1138,7 @@ impl Database {
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
         if let Some((name, Some(read))) = prepared_key {
-            self.keyed_reads().insert(name, Arc::new(read));
+            self.keyed_statements().insert(name, Arc::new(read));
         }
         // EXECUTE of a prepared INSERT, UPDATE or DELETE: its plan with the parameters set
         if let LogicalPlan::Dml(dml) = df.logical_plan() {
@@ -1152,18 +1154,25 @@ impl Database {
     }
 
     /// The session's key accesses of statements prepared by name.
-    fn keyed_reads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<keyed::KeyedRead>>> {
+    fn keyed_statements(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<keyed::KeyAccess>>> {
         self.keyed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The key access of a statement being prepared, when it has one.
-    fn keyed_read(&self, prepare: &datafusion::logical_expr::Prepare) -> Option<keyed::KeyedRead> {
+    fn key_access_of(
+        &self,
+        prepare: &datafusion::logical_expr::Prepare,
+    ) -> Option<keyed::KeyAccess> {
         let fields = if prepare.fields.is_empty() {
             parameter_fields(&prepare.input)?
         } else {
             prepare.fields.clone()
         };
-        keyed::KeyedRead::of(&prepare.input, &fields, |name| self.table(name).ok())
+        keyed::KeyAccess::of(&self.ctx, &prepare.input, &fields, |name| {
+            self.table(name).ok()
+        })
     }
 
     /// `EXECUTE name(values)` by the statement's key access; `None` when it has none (or
@@ -1172,7 +1181,7 @@ impl Database {
         &self,
         execute: &datafusion::logical_expr::Execute,
     ) -> Option<Result<StatementOutput, SqlError>> {
-        let read = Arc::clone(self.keyed_reads().get(&execute.name)?);
+        let read = Arc::clone(self.keyed_statements().get(&execute.name)?);
         if execute.parameters.len() != read.params().len() {
             return None;
         }
@@ -1203,17 +1212,29 @@ impl Database {
     /// Runs a key access with `params` (of its parameter types).
     fn run_keyed(
         &self,
-        read: &keyed::KeyedRead,
+        access: &keyed::KeyAccess,
         params: &[datafusion::common::ScalarValue],
     ) -> Option<Result<StatementOutput, SqlError>> {
-        let table = self.table(read.table()).ok()?;
-        let rows = read.run(&table, params)?;
-        self.key_reads
+        let table = self.table(access.table()).ok()?;
+        let out = match access {
+            keyed::KeyAccess::Read(read) => {
+                read.run(&table, params)?
+                    .map(|batches| StatementOutput::Rows {
+                        schema: Arc::clone(read.schema()),
+                        batches,
+                    })
+            }
+            keyed::KeyAccess::Update(update) => update.run(&table, params)?.map(|rows| {
+                StatementOutput::Changed(RowChange {
+                    command: "UPDATE",
+                    rows,
+                    returning: None,
+                })
+            }),
+        };
+        self.key_accesses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some(rows.map(|batches| StatementOutput::Rows {
-            schema: Arc::clone(read.schema()),
-            batches,
-        }))
+        Some(out)
     }
 }
 

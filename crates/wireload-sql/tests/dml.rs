@@ -762,7 +762,7 @@ async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
     assert_eq!(query(&db, "EXECUTE d(2)").await, vec![srow(&["2"])]);
     assert!(query(&db, "EXECUTE d(3)").await.is_empty());
     assert_eq!(query(&db, "EXECUTE e(4)").await, vec![srow(&["4"])]);
-    assert_eq!(db.key_reads(), keyed);
+    assert_eq!(db.key_accesses(), keyed);
     // the current version is read, and a transaction's own writes
     change(&db, "UPDATE k SET note = 'changed' WHERE id = 5").await;
     assert_eq!(
@@ -786,7 +786,7 @@ async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
     );
     run(&db, "ROLLBACK").await.unwrap();
     assert_eq!(query(&db, "EXECUTE a(6)").await, vec![srow(&["60", "n6"])]);
-    assert_eq!(other.key_reads(), 1);
+    assert_eq!(other.key_accesses(), 1);
     // DEALLOCATE forgets the key access too; the name can be prepared again
     run(
         &db,
@@ -794,9 +794,9 @@ async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
     )
     .await
     .unwrap();
-    let before = db.key_reads();
+    let before = db.key_accesses();
     assert_eq!(query(&db, "EXECUTE a(6)").await, vec![srow(&["n7"])]);
-    assert_eq!(db.key_reads(), before);
+    assert_eq!(db.key_accesses(), before);
 
     // the API: parameter types inferred from the key column, values cast to them
     let ctl = LoadControl::default();
@@ -815,7 +815,7 @@ async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
         .prepare("UPDATE k SET v = v + $2 WHERE id = $1")
         .await
         .unwrap();
-    assert!(!update.is_key_access());
+    assert!(update.is_key_access());
     let out = db
         .execute_prepared(
             &update,
@@ -852,5 +852,164 @@ async fn prepared_key_reads_go_to_the_index_and_answer_as_queries_do() {
             .unwrap_err()
             .to_string()
             .contains("can be prepared")
+    );
+}
+
+#[tokio::test]
+async fn prepared_key_updates_change_the_row_in_place_as_updates_do() {
+    let db = db(2);
+    let create = |name: &str| {
+        format!(
+            "CREATE TABLE {name} (id INT PRIMARY KEY, code TEXT NOT NULL, v BIGINT, \
+             note VARCHAR(6) NOT NULL, UNIQUE (code))"
+        )
+    };
+    run(&db, &format!("{}; {}", create("a"), create("b")))
+        .await
+        .unwrap();
+    for t in ["a", "b"] {
+        let values: Vec<String> = (1..=50)
+            .map(|i| format!("({i}, 'c{i}', {}, 'n{i}')", i * 10))
+            .collect();
+        run(
+            &db,
+            &format!("INSERT INTO {t} VALUES {}", values.join(", ")),
+        )
+        .await
+        .unwrap();
+    }
+    let ctl = LoadControl::default();
+    // the same updates: on a by key access, on b by DataFusion's UPDATE
+    let setters = [
+        ("v = v + $2", "v = v + {p}"),
+        (
+            "v = CASE WHEN v > $2 THEN NULL ELSE coalesce(v, 0) * 2 END",
+            "v = CASE WHEN v > {p} THEN NULL ELSE coalesce(v, 0) * 2 END",
+        ),
+        ("note = upper(note), v = $2", "note = upper(note), v = {p}"),
+    ];
+    let mut seed = 17u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let before = db.key_accesses();
+    let mut executed = 0;
+    for (keyed, plain) in setters {
+        let statement = db
+            .prepare(&format!("UPDATE a SET {keyed} WHERE id = $1"))
+            .await
+            .unwrap();
+        assert!(statement.is_key_access(), "{keyed}");
+        for _ in 0..40 {
+            let id = next(60) as i32; // some keys are absent
+            let p = next(500) as i64;
+            let out = db
+                .execute_prepared(
+                    &statement,
+                    &[ScalarValue::Int32(Some(id)), ScalarValue::Int64(Some(p))],
+                    &ctl,
+                )
+                .await
+                .unwrap();
+            let plain = plain.replace("{p}", &p.to_string());
+            let want = change(&db, &format!("UPDATE b SET {plain} WHERE id = {id}")).await;
+            let StatementOutput::Changed(c) = out else {
+                panic!("{keyed}: {out:?}")
+            };
+            assert_eq!(c.tag(), want, "{keyed} on {id}");
+            executed += 1;
+        }
+    }
+    assert_eq!(db.key_accesses() - before, executed);
+    let all = "SELECT id, code, v, note FROM {t} ORDER BY id";
+    let a = query(&db, &all.replace("{t}", "a")).await;
+    assert_eq!(a, query(&db, &all.replace("{t}", "b")).await);
+    // the index still finds every row, with its new values
+    for id in [1, 17, 50] {
+        assert_eq!(
+            query(
+                &db,
+                &format!("SELECT id, code, v, note FROM a WHERE id = {id}")
+            )
+            .await,
+            vec![a[id - 1].clone()]
+        );
+    }
+    // a value the column refuses changes nothing: NOT NULL, too long
+    let bad = db
+        .prepare("UPDATE a SET note = $2 WHERE id = $1")
+        .await
+        .unwrap();
+    assert!(bad.is_key_access());
+    for (value, state) in [
+        (ScalarValue::Utf8(None), SqlState::NOT_NULL_VIOLATION),
+        (
+            ScalarValue::Utf8(Some("too long".into())),
+            SqlState::STRING_DATA_RIGHT_TRUNCATION,
+        ),
+    ] {
+        let e = db
+            .execute_prepared(&bad, &[ScalarValue::Int32(Some(3)), value], &ctl)
+            .await
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), state, "{e}");
+    }
+    assert_eq!(query(&db, &all.replace("{t}", "a")).await, a);
+    // a NULL key updates nothing
+    let out = db
+        .execute_prepared(
+            &bad,
+            &[ScalarValue::Int32(None), ScalarValue::from("x")],
+            &ctl,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(out, StatementOutput::Changed(c) if c.rows == 0));
+    // an indexed column changed, or RETURNING: DataFusion's path
+    for sql in [
+        "UPDATE a SET code = $2 WHERE id = $1",
+        "UPDATE a SET v = 1 WHERE id = $1 RETURNING v",
+        "UPDATE a SET v = 1 WHERE id = $1 AND v = 3",
+    ] {
+        assert!(!db.prepare(sql).await.unwrap().is_key_access(), "{sql}");
+    }
+    // inside a transaction: seen by its own statements only, gone on ROLLBACK
+    run(
+        &db,
+        "PREPARE bump(INT) AS UPDATE a SET v = 7777 WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    let other = db.new_session();
+    run(&db, "BEGIN; EXECUTE bump(4)").await.unwrap();
+    assert_eq!(
+        query(&db, "SELECT v FROM a WHERE id = 4").await,
+        vec![srow(&["7777"])]
+    );
+    assert_eq!(
+        query(&other, "SELECT v FROM a WHERE id = 4").await,
+        vec![a[3][2..3].to_vec()]
+    );
+    run(&db, "ROLLBACK").await.unwrap();
+    assert_eq!(query(&db, &all.replace("{t}", "a")).await, a);
+    // first committer wins
+    run(
+        &other,
+        "PREPARE bump(INT) AS UPDATE a SET v = 8888 WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    run(&db, "BEGIN; EXECUTE bump(5)").await.unwrap();
+    run(&other, "BEGIN; EXECUTE bump(6); COMMIT").await.unwrap();
+    assert_eq!(
+        error(&db, "COMMIT").await.sqlstate(),
+        SqlState::SERIALIZATION_FAILURE
+    );
+    assert_eq!(
+        query(&db, "SELECT v FROM a WHERE id IN (5, 6) ORDER BY id").await,
+        vec![a[4][2..3].to_vec(), srow(&["8888"])]
     );
 }
