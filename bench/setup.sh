@@ -30,8 +30,8 @@ else
 fi
 
 "$venv/bin/python" - <<'PY'
-import duckdb, polars, pyarrow, tableauhyperapi, chdb
+import duckdb, polars, pyarrow, tableauhyperapi, chdb, matplotlib
 print(f"duckdb {duckdb.__version__}, polars {polars.__version__}, "
       f"pyarrow {pyarrow.__version__}, tableauhyperapi {tableauhyperapi.__version__}, "
-      f"chdb {chdb.__version__}")
+      f"chdb {chdb.__version__}, matplotlib {matplotlib.__version__}")
 PY
