@@ -130,6 +130,35 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
             }
         }));
     }
+    // four more, each a transaction of two prepared key-access updates in a session of
+    // its own (first committer wins: a conflicting COMMIT fails and the transfer is redone)
+    for seed in 4..8u64 {
+        let (db, retries) = (Arc::clone(&db), Arc::clone(&retries));
+        movers.push(tokio::spawn(async move {
+            let session = db.new_session();
+            run(
+                &session,
+                "PREPARE mv(INT, BIGINT) AS UPDATE acct SET bal = bal + $2 WHERE id = $1",
+            )
+            .await
+            .unwrap();
+            let mut rng = StdRng::seed_from_u64(seed);
+            for _ in 0..40 {
+                let from = rng.random_range(1..=ACCOUNTS);
+                let to = (from % ACCOUNTS) + 1;
+                let amount = rng.random_range(1..50);
+                let sql = format!(
+                    "BEGIN; EXECUTE mv({from}, -{amount}); EXECUTE mv({to}, {amount}); COMMIT"
+                );
+                retries.fetch_add(until_done(&session, &sql).await, Ordering::SeqCst);
+                assert!(!session.in_transaction());
+            }
+            assert!(
+                session.key_accesses() >= 80,
+                "the transfers are key accesses"
+            );
+        }));
+    }
     for m in movers {
         m.await.unwrap();
     }
@@ -169,5 +198,36 @@ async fn transfers_keep_the_total_while_loads_and_readers_run() {
     assert_eq!(
         query(&db, "SELECT sum(bal) FROM acct").await,
         vec![srow(&[&(ACCOUNTS * BALANCE + ACCOUNTS).to_string()])]
+    );
+    // and 50 more each, as prepared key-access updates from 4 sessions at once
+    let mut depositors = Vec::new();
+    for s in 0..4u64 {
+        let db = Arc::clone(&db);
+        depositors.push(tokio::spawn(async move {
+            let session = db.new_session();
+            let deposit = session
+                .prepare("UPDATE acct SET bal = bal + 1 WHERE id = $1")
+                .await
+                .unwrap();
+            assert!(deposit.is_key_access());
+            for i in 0..50 * ACCOUNTS / 4 {
+                let id = ((s * 7 + i) % ACCOUNTS + 1) as i32;
+                session
+                    .execute_prepared(
+                        &deposit,
+                        &[wireload_sql::ScalarValue::Int32(Some(id))],
+                        &LoadControl::default(),
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for d in depositors {
+        d.await.unwrap();
+    }
+    assert_eq!(
+        query(&db, "SELECT sum(bal) FROM acct").await,
+        vec![srow(&[&(ACCOUNTS * BALANCE + 51 * ACCOUNTS).to_string()])]
     );
 }
