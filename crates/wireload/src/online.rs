@@ -237,6 +237,113 @@ fn run_beside_load(
     Ok((figures, done.len()))
 }
 
+/// The Shared Loading paper's queries: Q1 scans one column, Q2 filters on a date range.
+const QUERIES: [(&str, &str); 2] = [
+    ("q1", "SELECT sum(l_extendedprice) FROM lineitem"),
+    (
+        "q2",
+        "SELECT count(*) FROM lineitem WHERE l_shipdate BETWEEN DATE '1994-01-01' AND DATE '1995-01-01'",
+    ),
+];
+
+/// Latency percentiles of `samples` (seconds): count, p50, p99 and p99.9 in ms (nearest
+/// rank: with fewer than 1,000 samples p99.9 is the largest).
+fn percentiles(samples: &mut [f64]) -> Value {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if samples.is_empty() {
+            return Value::Null;
+        }
+        let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        json!(samples[rank - 1] * 1e3)
+    };
+    json!({"n": samples.len(), "p50_ms": at(0.5), "p99_ms": at(0.99), "p999_ms": at(0.999)})
+}
+
+/// Q1 and Q2 in turn on the loaded `lineitem`, alone and while the same file loads into
+/// another table on one thread; their latencies in each phase.
+fn query_latency(db: &Database, args: &BenchOnlineArgs, file: &Path) -> Result<Value> {
+    let mut copy = tpch::schema(true)?
+        .into_iter()
+        .find(|d| d.name == "lineitem")
+        .context("the TPC-H schema has no lineitem table")?;
+    copy.name = "lineitem_more".into();
+    for ix in &mut copy.indexes {
+        ix.name = format!("{}_more", ix.name);
+    }
+    db.catalog().drop_table("lineitem_more", true)?;
+    db.create_table(copy, false)?;
+    let bytes = std::fs::metadata(file)?.len();
+    let stop = AtomicBool::new(false);
+    let origin = Instant::now();
+    let (samples, load_from, load_to) = thread::scope(|s| -> Result<_> {
+        let worker = s.spawn(|| -> Result<Vec<(usize, Duration, f64)>> {
+            let rt = runtime()?;
+            let session = db.new_session();
+            let mut samples = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let q = i % QUERIES.len();
+                let started = origin.elapsed();
+                let t = Instant::now();
+                run(&rt, &session, QUERIES[q].1)?;
+                samples.push((q, started, t.elapsed().as_secs_f64()));
+                i += 1;
+            }
+            Ok(samples)
+        });
+        thread::sleep(Duration::from_secs_f64(args.idle_seconds));
+        touch(bytes as usize);
+        let loader = db.new_session();
+        let options = LoadOptions {
+            dialect: Dialect {
+                delimiter: b'|',
+                ..Dialect::default()
+            },
+            threads: Some(1),
+            ..LoadOptions::default()
+        };
+        let rt = runtime()?;
+        let load_from = origin.elapsed();
+        let report = rt.block_on(loader.load(
+            "lineitem_more",
+            Source::File(file.to_path_buf()),
+            options,
+            &LoadControl::default(),
+        ));
+        let load_to = origin.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        let samples = worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("the query thread panicked"))??;
+        report?;
+        Ok((samples, load_from, load_to))
+    })?;
+    db.catalog().drop_table("lineitem_more", true)?;
+    let mut out = serde_json::Map::new();
+    for (q, (name, sql)) in QUERIES.iter().enumerate() {
+        // a query counts as during the load when it started in it
+        let (mut idle, mut during): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        for &(k, started, secs) in &samples {
+            if k != q {
+                continue;
+            }
+            if started < load_from {
+                idle.push(secs);
+            } else if started < load_to {
+                during.push(secs);
+            }
+        }
+        out.insert(
+            name.to_string(),
+            json!({"sql": sql, "idle": percentiles(&mut idle), "during_load": percentiles(&mut during)}),
+        );
+    }
+    out.insert("load_threads".into(), json!(1));
+    out.insert("load_s".into(), json!((load_to - load_from).as_secs_f64()));
+    Ok(Value::Object(out))
+}
+
 /// Runs `wireload bench online`.
 pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
     let file = args.data.join("lineitem.tbl");
@@ -287,6 +394,7 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
         updates += done;
         runs.push(run);
     }
+    let queries = query_latency(&db, args, &file)?;
     // every update landed: each added one to one balance
     let out = run(&rt, &db, "SELECT CAST(sum(bal) AS BIGINT) FROM acct")?;
     let sum = match out.last() {
@@ -313,6 +421,7 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
         "load_s": first["load_s"],
         "alone": alone,
         "runs": runs,
+        "queries": queries,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -327,6 +436,19 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
                 .unwrap_or(0.0),
             doc["alone"]["update_tps_idle"].as_f64().unwrap_or(0.0)
         );
+        for (name, _) in QUERIES {
+            let q = &doc["queries"][name];
+            println!(
+                "{name} while a 1-thread load runs beside it: p50 {:.1} ms, p99.9 {:.1} ms ({} runs); \
+                 idle: p50 {:.1} ms, p99.9 {:.1} ms ({} runs)",
+                q["during_load"]["p50_ms"].as_f64().unwrap_or(0.0),
+                q["during_load"]["p999_ms"].as_f64().unwrap_or(0.0),
+                q["during_load"]["n"],
+                q["idle"]["p50_ms"].as_f64().unwrap_or(0.0),
+                q["idle"]["p999_ms"].as_f64().unwrap_or(0.0),
+                q["idle"]["n"]
+            );
+        }
         for r in &runs {
             println!(
                 "load on {} thread(s): {} rows in {:.2} s, merge {:.1} ms; lookup+update: \
