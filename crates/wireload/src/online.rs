@@ -2,7 +2,8 @@
 //! thread runs keyed transactions (a point lookup and an update by primary key, both
 //! prepared) against an accounts table while TPC-H `lineitem` (with its primary key) loads
 //! into another table; the transaction rate before and during the load, the load's time and
-//! its merge step.
+//! its merge step. Then the Shared Loading paper's Q1 and Q2 on the loaded `lineitem`, alone
+//! and beside a second load: their latency percentiles.
 
 use std::path::Path;
 use std::sync::Arc;
