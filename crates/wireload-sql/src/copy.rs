@@ -249,10 +249,11 @@ struct OptionSet {
     encoding: Option<OptionValue>,
     compression: Option<OptionValue>,
     engine: Option<OptionValue>,
+    schedule: Option<OptionValue>,
 }
 
 const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
-     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE";
+     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE";
 
 /// Options that only CSV reads or writes.
 const CSV_OPTIONS: [&str; 9] = [
@@ -298,6 +299,7 @@ impl OptionSet {
             "encoding" => &mut self.encoding,
             "compression" => &mut self.compression,
             "engine" => &mut self.engine,
+            "schedule" => &mut self.schedule,
             "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(invalid(&format!(
@@ -374,6 +376,23 @@ impl OptionSet {
             .transpose()
     }
 
+    /// `SCHEDULE deferred` (every merge in one step at the end) is what every load does;
+    /// the interleaved schedule is refused until it is built.
+    fn schedule(&self) -> Result<(), SqlError> {
+        match self.schedule.as_ref().map(|s| s.text.to_ascii_lowercase()) {
+            None => Ok(()),
+            Some(s) if s == "deferred" => Ok(()),
+            Some(s) if s == "interleaved" => Err(SqlError::NotSupported(
+                "COPY SCHEDULE interleaved is not supported yet: a load merges once, at its \
+                 end (SCHEDULE deferred)"
+                    .into(),
+            )),
+            Some(other) => Err(invalid(&format!(
+                "COPY SCHEDULE must be deferred or interleaved, not {other}"
+            ))),
+        }
+    }
+
     fn engine(&self) -> Result<Engine, SqlError> {
         let Some(e) = &self.engine else {
             return Ok(Engine::Cpu);
@@ -439,6 +458,7 @@ impl OptionSet {
             )));
         }
         self.check_applicable(format, &[])?;
+        self.schedule()?;
         match format {
             Format::Arrow | Format::Parquet => {
                 if self.merge.is_some() {
@@ -512,6 +532,7 @@ impl OptionSet {
             (&self.merge, "MERGE"),
             (&self.chunk_size, "CHUNK_SIZE"),
             (&self.engine, "ENGINE"),
+            (&self.schedule, "SCHEDULE"),
         ] {
             if given.is_some() {
                 return Err(invalid(&format!(
@@ -840,7 +861,7 @@ mod tests {
             err("COPY (SELECT 1) TO 'f' WITH (FORMAT arrow, ENGINE cpu)"),
             "COPY option ENGINE applies to COPY ... FROM only"
         );
-        assert!(err("COPY t FROM 'f' WITH (BOGUS 1)").contains("COMPRESSION, ENGINE)"));
+        assert!(err("COPY t FROM 'f' WITH (BOGUS 1)").contains("COMPRESSION, ENGINE, SCHEDULE)"));
     }
 
     #[test]
@@ -977,6 +998,14 @@ mod tests {
         assert!(err("COPY t FROM 'f' WITH (HEADER, HEADER)").contains("more than once"));
         assert!(err("COPY t FROM 'f' WITH (ENCODING 'latin1')").contains("UTF8"));
         assert!(parse("COPY t FROM 'f' WITH (ENCODING 'UTF-8')").is_ok());
+        assert!(parse("COPY t FROM 'f' WITH (SCHEDULE deferred)").is_ok());
+        assert!(parse_any("COPY t FROM 'f' WITH (FORMAT parquet, SCHEDULE DEFERRED)").is_ok());
+        assert!(
+            err("COPY t FROM 'f' WITH (SCHEDULE interleaved)")
+                .contains("SCHEDULE interleaved is not supported yet")
+        );
+        assert!(err("COPY t FROM 'f' WITH (SCHEDULE later)").contains("deferred or interleaved"));
+        assert!(err("COPY t TO 'f' WITH (SCHEDULE deferred)").contains("COPY ... FROM only"));
     }
 
     #[test]

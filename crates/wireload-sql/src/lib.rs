@@ -292,8 +292,8 @@ impl Database {
     }
 
     /// Prepares `sql` (one query, INSERT, UPDATE or DELETE, with parameters `$1`, `$2`,
-    /// ...) to be run many times by [`Database::execute_prepared`]. A read of one row by a
-    /// unique key (`SELECT ... FROM t WHERE key = $1`) runs straight on the index then.
+    /// ...) to be run many times by [`Database::execute_prepared`]. A read or update of one
+    /// row by a unique key (`... WHERE key = $1`) runs straight on the index then.
     pub async fn prepare(&self, sql: &str) -> Result<PreparedStatement, SqlError> {
         let mut statements = parse_script(sql)?;
         if statements.len() != 1 {
@@ -366,8 +366,8 @@ impl Database {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let run = async {
-            if let Some(read) = &prepared.keyed
-                && let Some(out) = self.run_keyed(read, &params)
+            if let Some(access) = &prepared.keyed
+                && let Some(out) = self.run_keyed(access, &params)
             {
                 return out;
             }
@@ -622,6 +622,24 @@ impl Database {
     /// `INSERT`, `UPDATE` or `DELETE`, planned by DataFusion; nothing changes when the
     /// statement fails.
     async fn write(&self, write: Write, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
+        if let DfStatement::Statement(s) = write.statement.as_ref()
+            && let ast::Statement::Update(update) = s.as_ref()
+            && update.from.is_some()
+        {
+            let ast::TableFactor::Table { name, .. } = &update.table.relation else {
+                return Err(SqlError::NotSupported(
+                    "UPDATE of this form is not supported yet".into(),
+                ));
+            };
+            let table = self.table(&ddl::table_name(name)?)?;
+            let query = rewrite::update_from_query(update, table.def())?;
+            let statement =
+                DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            return self
+                .rewrite_by_query(&table, "UPDATE", plan, write.returning, ctl)
+                .await;
+        }
         let plan = self.ctx.state().statement_to_plan(*write.statement).await?;
         let LogicalPlan::Dml(dml) = plan else {
             return Err(SqlError::Internal(format!(
@@ -694,11 +712,17 @@ impl Database {
         } else {
             "DELETE"
         };
-        let row_write = Arc::new(rewrite::RowWrite::plan(
-            &self.ctx,
-            &dml,
-            &table.def().arrow_schema,
-        )?);
+        let row_write = match rewrite::RowWrite::plan(&self.ctx, &dml, &table.def().arrow_schema) {
+            Ok(w) => Arc::new(w),
+            // FROM, subqueries, LIMIT: a query finds the rows
+            Err(SqlError::NotSupported(_)) => {
+                let query = rewrite::query_of(&dml, table.def())?;
+                return self
+                    .rewrite_by_query(table, command, query, returning, ctl)
+                    .await;
+            }
+            Err(e) => return Err(e),
+        };
         for _ in 1..ATTEMPTS {
             let base = table.snapshot();
             let (target, snapshot, write) =
@@ -774,6 +798,69 @@ impl Database {
             rows,
             returning,
         }))
+    }
+
+    /// `UPDATE` or `DELETE` whose rows (by primary key) and new values `query` finds
+    /// ([`rewrite::query_of`]); published when no other write to the table was published
+    /// since the query's snapshot, else run again (40001 after the last attempt).
+    async fn rewrite_by_query(
+        &self,
+        table: &Arc<Table>,
+        command: &'static str,
+        query: LogicalPlan,
+        returning: Option<Vec<ast::SelectItem>>,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        const ATTEMPTS: usize = 5;
+        let columns = table.def().schema.columns.len();
+        for _ in 0..ATTEMPTS {
+            let base = table.snapshot();
+            let df = self.ctx.execute_logical_plan(query.clone()).await?;
+            let schema = Arc::new(df.schema().as_arrow().clone());
+            let batches = self.collect(df, ctl).await?;
+            let found = arrow::compute::concat_batches(&schema, &batches)?;
+            let (new, keys) = if command == "UPDATE" {
+                (
+                    Some(found.project(&(0..columns).collect::<Vec<_>>())?),
+                    found.columns()[columns..].to_vec(),
+                )
+            } else {
+                (None, found.columns().to_vec())
+            };
+            let (target, snapshot) = (Arc::clone(table), Arc::clone(&base));
+            let what = format!("{command} {}", quote_ident(table.name()));
+            let written = self
+                .run_blocking(None, move || {
+                    rewrite::apply_keys(target.def(), &snapshot, &keys, new, &what)
+                })
+                .await?;
+            let returned = dml::returning_of(
+                &self.ctx,
+                table.name(),
+                returning.as_deref(),
+                Arc::clone(&base.schema),
+                written.returned,
+            )
+            .await?;
+            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(SqlError::Cancelled);
+            }
+            let guard = table.begin_write();
+            if guard.base().number != base.number {
+                continue;
+            }
+            if written.rows > 0 {
+                guard.publish(written.version);
+            }
+            return Ok(StatementOutput::Changed(RowChange {
+                command,
+                rows: written.rows,
+                returning: returned,
+            }));
+        }
+        Err(SqlError::SerializationFailure {
+            table: table.name().to_string(),
+        })
     }
 
     /// `CREATE TABLE ... AS query`: the table gets the query's columns (every column
@@ -1137,8 +1224,8 @@ impl Database {
             _ => false,
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
-        if let Some((name, Some(read))) = prepared_key {
-            self.keyed_statements().insert(name, Arc::new(read));
+        if let Some((name, Some(access))) = prepared_key {
+            self.keyed_statements().insert(name, Arc::new(access));
         }
         // EXECUTE of a prepared INSERT, UPDATE or DELETE: its plan with the parameters set
         if let LogicalPlan::Dml(dml) = df.logical_plan() {
@@ -1181,14 +1268,14 @@ impl Database {
         &self,
         execute: &datafusion::logical_expr::Execute,
     ) -> Option<Result<StatementOutput, SqlError>> {
-        let read = Arc::clone(self.keyed_statements().get(&execute.name)?);
-        if execute.parameters.len() != read.params().len() {
+        let access = Arc::clone(self.keyed_statements().get(&execute.name)?);
+        if execute.parameters.len() != access.params().len() {
             return None;
         }
         use datafusion::logical_expr::Expr;
         use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
         let mut params = Vec::with_capacity(execute.parameters.len());
-        for (e, ty) in execute.parameters.iter().zip(read.params()) {
+        for (e, ty) in execute.parameters.iter().zip(access.params()) {
             // constants such as `-5` or `DATE '2024-01-01'` folded to literals, as
             // DataFusion's EXECUTE does
             let folded;
@@ -1206,7 +1293,7 @@ impl Database {
             };
             params.push(v.cast_to(ty).ok()?);
         }
-        self.run_keyed(&read, &params)
+        self.run_keyed(&access, &params)
     }
 
     /// Runs a key access with `params` (of its parameter types).

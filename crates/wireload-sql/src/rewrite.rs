@@ -3,7 +3,9 @@
 //! are replaced by new chunks without them (published chunks never change: older snapshots
 //! keep theirs), updated rows are appended as new chunks (checked like inserted rows), the
 //! table's indexes are built anew over the result, and the version is published in one step
-//! when no other write was published since the snapshot was taken.
+//! when no other write was published since the snapshot was taken. A statement with FROM,
+//! subqueries or LIMIT runs as a query first (DataFusion's join, subqueries and all), which
+//! names the rows by primary key and gives their new values; the same replacement follows.
 
 use std::sync::Arc;
 
@@ -12,12 +14,13 @@ use arrow::compute::kernels::boolean::not;
 use arrow::compute::{concat_batches, filter_record_batch, prep_null_mask_filter};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::common::DFSchema;
 use datafusion::common::tree_node::TreeNode;
-use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, WriteOp};
+use datafusion::common::{Column, DFSchema, TableReference};
+use datafusion::logical_expr::{DmlStatement, Expr, LogicalPlan, LogicalPlanBuilder, WriteOp};
 use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast;
 use wireload_storage::{Partition, TableDef, TableVersion};
 
 use crate::error::SqlError;
@@ -101,6 +104,167 @@ impl RowWrite {
     }
 }
 
+/// The query that finds what an UPDATE or DELETE DataFusion planned with FROM, subqueries
+/// or LIMIT changes, for a table with primary key `def.primary_key()`: for an UPDATE the
+/// new value of every column, then the row's old key (one column per key column); for a
+/// DELETE the old keys only.
+pub(crate) fn query_of(dml: &DmlStatement, def: &TableDef) -> Result<LogicalPlan, SqlError> {
+    let what = if dml.op == WriteOp::Update {
+        "UPDATE"
+    } else {
+        "DELETE"
+    };
+    let unsupported =
+        |why: &str| SqlError::NotSupported(format!("{what} {why} is not supported yet"));
+    let Some(pk) = def.primary_key() else {
+        return Err(unsupported(
+            "with FROM, a subquery or LIMIT on a table without a primary key",
+        ));
+    };
+    let mut targets = Vec::new();
+    scans_of(&dml.input, &dml.table_name, &mut targets);
+    let [target] = targets.as_slice() else {
+        return Err(unsupported("naming its target table again in FROM"));
+    };
+    let keys: Vec<Expr> = pk
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            Expr::Column(Column::new(
+                Some(target.clone()),
+                def.schema.columns[c].name.clone(),
+            ))
+            .alias(format!("__wireload_key_{i}"))
+        })
+        .collect();
+    let (input, mut exprs) = match (&dml.op, dml.input.as_ref()) {
+        (WriteOp::Update, LogicalPlan::Projection(p)) => (p.input.as_ref(), p.expr.clone()),
+        (WriteOp::Update, _) => return Err(unsupported("of this form")),
+        (_, input) => (input, Vec::new()),
+    };
+    exprs.extend(keys);
+    Ok(LogicalPlanBuilder::from(input.clone())
+        .project(exprs)?
+        .build()?)
+}
+
+/// The query an `UPDATE target SET ... FROM ... WHERE ...` of the table `def` stands for
+/// (DataFusion does not plan UPDATE ... FROM): `SELECT <every column's new value>, <the
+/// old primary key> FROM target, ... WHERE ...`, as [`query_of`] makes for other forms.
+pub(crate) fn update_from_query(
+    update: &ast::Update,
+    def: &TableDef,
+) -> Result<ast::Query, SqlError> {
+    let unsupported =
+        |why: &str| SqlError::NotSupported(format!("UPDATE {why} is not supported yet"));
+    let Some(pk) = def.primary_key() else {
+        return Err(unsupported(
+            "with FROM, a subquery or LIMIT on a table without a primary key",
+        ));
+    };
+    if update.limit.is_some() || !update.order_by.is_empty() || update.or.is_some() {
+        return Err(unsupported("with this clause"));
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &update.table.relation else {
+        return Err(unsupported("of this form"));
+    };
+    let target = match alias {
+        Some(a) => a.name.clone(),
+        None => name
+            .0
+            .last()
+            .and_then(|p| p.as_ident().cloned())
+            .ok_or_else(|| unsupported("of this form"))?,
+    };
+    let column = |name: &str| {
+        ast::Expr::CompoundIdentifier(vec![target.clone(), ast::Ident::with_quote('"', name)])
+    };
+    // the new value of each column: its assignment, or the column as it is
+    let mut values: Vec<Option<ast::Expr>> = vec![None; def.schema.columns.len()];
+    for a in &update.assignments {
+        let ast::AssignmentTarget::ColumnName(col) = &a.target else {
+            return Err(unsupported("of a column tuple"));
+        };
+        let named = col
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(wireload_types::sql::ident_name)
+            .unwrap_or_default();
+        let Some(c) = def.schema.columns.iter().position(|d| d.name == named) else {
+            return Err(SqlError::UndefinedColumn {
+                table: def.name.clone(),
+                column: named,
+            });
+        };
+        if values[c].replace(a.value.clone()).is_some() {
+            return Err(SqlError::InvalidOption(format!(
+                "multiple assignments to same column \"{named}\""
+            )));
+        }
+    }
+    let mut projection: Vec<ast::SelectItem> = def
+        .schema
+        .columns
+        .iter()
+        .zip(values)
+        .map(|(d, v)| ast::SelectItem::ExprWithAlias {
+            expr: v.unwrap_or_else(|| column(&d.name)),
+            alias: ast::Ident::with_quote('"', &d.name),
+        })
+        .collect();
+    projection.extend(pk.columns.iter().enumerate().map(|(i, &c)| {
+        ast::SelectItem::ExprWithAlias {
+            expr: column(&def.schema.columns[c].name),
+            alias: ast::Ident::new(format!("__wireload_key_{i}")),
+        }
+    }));
+    let mut from = vec![update.table.clone()];
+    match &update.from {
+        Some(ast::UpdateTableFromKind::BeforeSet(f) | ast::UpdateTableFromKind::AfterSet(f)) => {
+            from.extend(f.iter().cloned())
+        }
+        None => {}
+    }
+    // a fixed template gives the SELECT its shape; every part that matters is set here
+    let mut template = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        "SELECT 1",
+    )
+    .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let Some(ast::Statement::Query(mut query)) = template.pop() else {
+        return Err(SqlError::Internal(
+            "the SELECT template is not a query".into(),
+        ));
+    };
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(SqlError::Internal(
+            "the SELECT template is not a SELECT".into(),
+        ));
+    };
+    select.projection = projection;
+    select.from = from;
+    select.selection = update.selection.clone();
+    Ok(*query)
+}
+
+/// The names the scans of `table` in `plan` go by (its alias where it has one); the scans
+/// of subqueries inside expressions are not looked at.
+fn scans_of(plan: &LogicalPlan, table: &TableReference, out: &mut Vec<TableReference>) {
+    match plan {
+        LogicalPlan::SubqueryAlias(a) if matches!(a.input.as_ref(), LogicalPlan::TableScan(s) if &s.table_name == table) => {
+            out.push(a.alias.clone())
+        }
+        LogicalPlan::TableScan(s) if &s.table_name == table => out.push(s.table_name.clone()),
+        _ => {
+            for input in plan.inputs() {
+                scans_of(input, table, out);
+            }
+        }
+    }
+}
+
 /// The outcome of a row write over one snapshot.
 pub(crate) struct Written {
     /// The next version (indexes built), to publish over the snapshot it was made from.
@@ -119,16 +283,114 @@ pub(crate) fn apply(
     write: &RowWrite,
     what: &str,
 ) -> Result<Written, SqlError> {
+    let touched = base
+        .partitions
+        .iter()
+        .map(|part| {
+            part.chunks
+                .iter()
+                .map(|chunk| matches(write.predicate.as_ref(), chunk))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let new_rows = match &write.values {
+        None => NewRows::None,
+        Some(values) => NewRows::Evaluate(values),
+    };
+    replace(def, base, touched, new_rows, what)
+}
+
+/// Applies a write whose rows a query found: the rows of `base` with the primary keys in
+/// `keys` (one array per key column, in key order) are deleted, or, with `new`, replaced by
+/// `new`'s rows (row `i` is the new version of the row with key `i`). A row named twice is
+/// changed once (by its first new version), as PostgreSQL does for an UPDATE ... FROM
+/// whose join matches a row more than once.
+pub(crate) fn apply_keys(
+    def: &TableDef,
+    base: &TableVersion,
+    keys: &[arrow::array::ArrayRef],
+    new: Option<RecordBatch>,
+    what: &str,
+) -> Result<Written, SqlError> {
+    let pk = def
+        .primary_key()
+        .ok_or_else(|| SqlError::Internal(format!("table \"{}\" has no primary key", def.name)))?;
+    let index = base
+        .index(&pk.name)
+        .ok_or_else(|| SqlError::Internal(format!("no index \"{}\"", pk.name)))?;
+    let encoder = pk
+        .encoder(&def.schema)
+        .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let encoded = encoder
+        .encode(keys)
+        .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let mut masks: Vec<Vec<Option<Vec<bool>>>> = base
+        .partitions
+        .iter()
+        .map(|p| vec![None; p.chunks.len()])
+        .collect();
+    let mut first = Vec::with_capacity(encoded.len());
+    let mut entries = Vec::with_capacity(1);
+    for i in 0..encoded.len() {
+        entries.clear();
+        index.index.lookup(encoded.get(i), &mut entries);
+        let Some(&e) = entries.first() else {
+            return Err(SqlError::Internal(format!(
+                "{what}: a row the query found is not in the table"
+            )));
+        };
+        let at = index.index.row_id(e);
+        let (p, c) = (at.partition as usize, at.chunk as usize);
+        let rows = base.partitions[p].chunks[c].num_rows();
+        let mask = masks[p][c].get_or_insert_with(|| vec![false; rows]);
+        first.push(!mask[at.row as usize]);
+        mask[at.row as usize] = true;
+    }
+    let touched = masks
+        .into_iter()
+        .map(|part| {
+            part.into_iter()
+                .map(|m| m.map(BooleanArray::from))
+                .collect()
+        })
+        .collect();
+    let new_rows = match new {
+        None => NewRows::None,
+        Some(new) if first.iter().all(|&f| f) => NewRows::Given(new),
+        Some(new) => NewRows::Given(filter_record_batch(&new, &BooleanArray::from(first))?),
+    };
+    replace(def, base, touched, new_rows, what)
+}
+
+/// The new versions of the rows a write changes.
+enum NewRows<'a> {
+    /// None: a DELETE.
+    None,
+    /// The new value of every column, over the old rows.
+    Evaluate(&'a [Arc<dyn PhysicalExpr>]),
+    /// Computed already.
+    Given(RecordBatch),
+}
+
+/// The next version of `base`: the rows of each chunk that `touched` marks removed (a
+/// chunk without marks is kept as it is), `new_rows` appended, indexes rebuilt.
+fn replace(
+    def: &TableDef,
+    base: &TableVersion,
+    touched: Vec<Vec<Option<BooleanArray>>>,
+    new_rows: NewRows<'_>,
+    what: &str,
+) -> Result<Written, SqlError> {
     let load_error = |error| SqlError::Load {
         table: def.name.clone(),
         error,
     };
     let mut partitions = Vec::with_capacity(base.partitions.len());
     let mut matched = Vec::new();
-    for part in &base.partitions {
+    for (part, masks) in base.partitions.iter().zip(touched) {
         let mut chunks = Vec::with_capacity(part.chunks.len());
-        for chunk in &part.chunks {
-            let Some(mask) = matches(write.predicate.as_ref(), chunk)? else {
+        for (chunk, mask) in part.chunks.iter().zip(masks) {
+            let Some(mask) = mask else {
                 chunks.push(chunk.clone());
                 continue;
             };
@@ -148,9 +410,10 @@ pub(crate) fn apply(
             returned: Vec::new(),
         });
     }
-    let returned = match &write.values {
-        None => matched,
-        Some(values) => {
+    let new = match new_rows {
+        NewRows::None => None,
+        NewRows::Given(new) => Some(new),
+        NewRows::Evaluate(values) => {
             let old = concat_batches(&base.schema, &matched)?;
             let columns = values
                 .iter()
@@ -168,8 +431,15 @@ pub(crate) fn apply(
                         .with_nullable(true)
                 })
                 .collect();
-            let new =
-                RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)?;
+            Some(RecordBatch::try_new(
+                Arc::new(arrow::datatypes::Schema::new(fields)),
+                columns,
+            )?)
+        }
+    };
+    let returned = match new {
+        None => matched,
+        Some(new) => {
             let parts = wireload_load::table_chunks(def, what, &new).map_err(load_error)?;
             for (partition, part) in partitions.iter_mut().zip(&parts) {
                 if part.num_rows() > 0 {

@@ -624,10 +624,22 @@ async fn update_moves_rows_between_hash_partitions() {
 #[tokio::test]
 async fn unsupported_writes_say_so_and_change_nothing() {
     let db = ten_people().await;
-    run(&db, "CREATE TABLE o (id INT)").await.unwrap();
+    run(
+        &db,
+        "CREATE TABLE o (id INT); CREATE TABLE nk (id INT, name TEXT); \
+         INSERT INTO nk VALUES (1, 'a')",
+    )
+    .await
+    .unwrap();
     for (sql, what) in [
-        ("DELETE FROM p WHERE id IN (SELECT id FROM o)", "subquery"),
-        ("UPDATE p SET name = 'x' FROM o WHERE p.id = o.id", "FROM"),
+        (
+            "DELETE FROM nk WHERE id IN (SELECT id FROM o)",
+            "without a primary key",
+        ),
+        (
+            "UPDATE nk SET name = 'x' FROM o WHERE nk.id = o.id",
+            "without a primary key",
+        ),
     ] {
         let msg = fail(&db, sql).await;
         assert!(
@@ -1011,5 +1023,135 @@ async fn prepared_key_updates_change_the_row_in_place_as_updates_do() {
     assert_eq!(
         query(&db, "SELECT v FROM a WHERE id IN (5, 6) ORDER BY id").await,
         vec![a[4][2..3].to_vec(), srow(&["8888"])]
+    );
+}
+
+#[tokio::test]
+async fn writes_with_from_and_subqueries_run_as_a_query() {
+    let db = ten_people().await;
+    run(
+        &db,
+        "CREATE TABLE o (id INT, bonus DECIMAL(6,2), tag VARCHAR(8)); \
+         INSERT INTO o VALUES (1, 1.50, 'x'), (3, 2.00, 'y'), (3, 9.00, 'y'), (12, 1.00, 'w')",
+    )
+    .await
+    .unwrap();
+    // FROM: the joined rows change; row 3 matches twice and changes once
+    assert_eq!(
+        change(
+            &db,
+            "UPDATE p SET score = coalesce(p.score, 0) + o.bonus, name = o.tag FROM o \
+             WHERE p.id = o.id"
+        )
+        .await,
+        "UPDATE 2"
+    );
+    let rows = query(
+        &db,
+        "SELECT id, name, score FROM p WHERE id IN (1, 3) ORDER BY id",
+    )
+    .await;
+    assert_eq!(rows[0], srow(&["1", "x", "1.50"]));
+    assert_eq!(rows[1][..2], srow(&["3", "y"])[..]);
+    assert!(
+        ["2.00", "9.00"].contains(&rows[1][2].as_deref().unwrap()),
+        "{rows:?}"
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["10"])]
+    );
+    // the target under an alias, RETURNING
+    let out = run(
+        &db,
+        "UPDATE p AS q SET active = NOT q.active FROM o WHERE q.id = o.id AND o.tag = 'x' \
+         RETURNING id, active",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "UPDATE 1");
+    assert_eq!(
+        rows_of(&c.returning.as_ref().unwrap().1),
+        vec![srow(&["1", "true"])]
+    );
+    // subqueries in WHERE (plain and correlated) and in SET
+    assert_eq!(
+        change(&db, "DELETE FROM p WHERE id IN (SELECT id + 1 FROM o)").await,
+        "DELETE 2"
+    );
+    assert_eq!(
+        change(
+            &db,
+            "DELETE FROM p WHERE EXISTS (SELECT 1 FROM o WHERE o.id = p.id + 5)"
+        )
+        .await,
+        "DELETE 1"
+    );
+    assert_eq!(
+        ids(&query(&db, "SELECT id FROM p ORDER BY id").await),
+        ["1", "3", "5", "6", "8", "9", "10"]
+    );
+    assert_eq!(
+        change(
+            &db,
+            "UPDATE p SET score = (SELECT max(bonus) FROM o) WHERE id = 5"
+        )
+        .await,
+        "UPDATE 1"
+    );
+    assert_eq!(
+        query(&db, "SELECT score FROM p WHERE id = 5").await,
+        vec![srow(&["9.00"])]
+    );
+    // keys stay unique, and a failing statement changes nothing
+    let before = query(&db, "SELECT * FROM p ORDER BY id").await;
+    assert_eq!(
+        error(
+            &db,
+            "UPDATE p SET id = o.id FROM o WHERE p.id = 1 AND o.id = 3"
+        )
+        .await
+        .sqlstate(),
+        SqlState::UNIQUE_VIOLATION
+    );
+    assert_eq!(
+        error(
+            &db,
+            "UPDATE p SET name = o.tag || 'toolong' FROM o WHERE p.id = o.id"
+        )
+        .await
+        .sqlstate(),
+        SqlState::STRING_DATA_RIGHT_TRUNCATION
+    );
+    assert_eq!(query(&db, "SELECT * FROM p ORDER BY id").await, before);
+    // the index finds the moved rows
+    assert_eq!(
+        change(&db, "UPDATE p SET id = p.id + 100 FROM o WHERE p.id = o.id").await,
+        "UPDATE 2"
+    );
+    assert_eq!(
+        query(&db, "SELECT name FROM p WHERE id = 103").await,
+        vec![srow(&["y"])]
+    );
+    assert!(
+        query(&db, "SELECT name FROM p WHERE id = 3")
+            .await
+            .is_empty()
+    );
+    // the target joined with itself
+    assert_eq!(
+        change(
+            &db,
+            "UPDATE p SET name = 's' FROM p AS q WHERE p.id = q.id + 1"
+        )
+        .await,
+        "UPDATE 3"
+    );
+    assert_eq!(
+        ids(&query(&db, "SELECT id FROM p WHERE name = 's' ORDER BY id").await),
+        ["6", "9", "10"]
     );
 }

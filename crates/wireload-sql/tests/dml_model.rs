@@ -251,24 +251,41 @@ fn duckdb_python() -> PathBuf {
 
 /// A random predicate over `t`.
 fn predicate(rng: &mut StdRng) -> String {
+    predicate_of(rng, "")
+}
+
+/// A random predicate over `t`'s columns, named with `prefix` (`t.` beside other tables).
+fn predicate_of(rng: &mut StdRng, prefix: &str) -> String {
     let one = |rng: &mut StdRng| match rng.random_range(0..9) {
         0 => {
             let lo = rng.random_range(0..100);
-            format!("id BETWEEN {lo} AND {}", lo + rng.random_range(0..20))
+            format!(
+                "{prefix}id BETWEEN {lo} AND {}",
+                lo + rng.random_range(0..20)
+            )
         }
-        1 => format!("a > {}", rng.random_range(-50..50)),
-        2 => "a IS NULL".to_string(),
-        3 => format!("b LIKE '{}%'", rng.random_range(b'a'..=b'c') as char),
-        4 => "d".to_string(),
-        5 => format!("c < {}.5 AND NOT d", rng.random_range(-20..20)),
+        1 => format!("{prefix}a > {}", rng.random_range(-50..50)),
+        2 => format!("{prefix}a IS NULL"),
+        3 => format!(
+            "{prefix}b LIKE '{}%'",
+            rng.random_range(b'a'..=b'c') as char
+        ),
+        4 => format!("{prefix}d"),
+        5 => format!(
+            "{prefix}c < {}.5 AND NOT {prefix}d",
+            rng.random_range(-20..20)
+        ),
         6 => format!(
-            "id % {} = {}",
+            "{prefix}id % {} = {}",
             rng.random_range(2..5),
             rng.random_range(0..2)
         ),
-        7 => format!("coalesce(a, 0) + id < {}", rng.random_range(0..80)),
+        7 => format!(
+            "coalesce({prefix}a, 0) + {prefix}id < {}",
+            rng.random_range(0..80)
+        ),
         _ => format!(
-            "a IN ({}, {}, {})",
+            "{prefix}a IN ({}, {}, {})",
             rng.random_range(-20..20),
             rng.random_range(-20..20),
             rng.random_range(-20..20)
@@ -301,7 +318,35 @@ fn duck_statement(rng: &mut StdRng) -> String {
             ""
         }
     };
-    match rng.random_range(0..7) {
+    match rng.random_range(0..10) {
+        7 => format!(
+            "UPDATE t SET a = t.a + s.a, b = s.b FROM s WHERE t.id = s.id * {} AND ({}){}",
+            rng.random_range(1..20),
+            predicate_of(rng, "t."),
+            returning(rng)
+        ),
+        8 => match rng.random_range(0..3) {
+            0 => format!(
+                "DELETE FROM t WHERE id IN (SELECT id * {} FROM s WHERE a IS NOT NULL){}",
+                rng.random_range(1..30),
+                returning(rng)
+            ),
+            1 => format!(
+                "DELETE FROM t WHERE EXISTS (SELECT 1 FROM s WHERE s.a = t.a + {}){}",
+                rng.random_range(-5..5),
+                returning(rng)
+            ),
+            _ => format!(
+                "UPDATE t SET c = (SELECT max(c) FROM s) - {}.5 WHERE {}{}",
+                rng.random_range(0..9),
+                predicate(rng),
+                returning(rng)
+            ),
+        },
+        9 => format!(
+            "UPDATE t SET d = NOT t.d FROM s WHERE s.d AND t.id % 5 = s.id{}",
+            returning(rng)
+        ),
         0 | 1 => {
             let rows: Vec<String> = (0..rng.random_range(1..=4))
                 .map(|_| {
@@ -431,12 +476,14 @@ async fn random_writes_equal_duckdb() {
             .collect();
         assert_eq!(peer.len(), statements.len());
         let db = db(2);
-        let (mut failed, mut returned) = (0, 0);
+        let (mut failed, mut returned, mut joined) = (0, 0, 0);
         for (i, (sql, duck)) in statements.iter().zip(&peer).enumerate() {
             let context = format!("seed {seed}, statement {i}: {sql}");
             let ours = run(&db, sql).await;
             match (&ours, duck.ok) {
                 (Ok(out), true) => {
+                    // UPDATE ... FROM and writes with subqueries over s
+                    joined += usize::from(!sql.starts_with("INSERT") && sql.contains("FROM s"));
                     if let Some(StatementOutput::Changed(c)) = out.last() {
                         if let Some(want) = &duck.returning {
                             let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
@@ -470,8 +517,8 @@ async fn random_writes_equal_duckdb() {
             }
         }
         assert!(
-            failed >= 3 && returned >= 10,
-            "seed {seed}: {failed} failed, {returned} with RETURNING"
+            failed >= 3 && returned >= 10 && joined >= 10,
+            "seed {seed}: {failed} failed, {returned} with RETURNING, {joined} reading s"
         );
     }
 }
