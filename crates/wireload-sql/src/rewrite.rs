@@ -1,9 +1,11 @@
 //! `UPDATE` and `DELETE`: DataFusion plans the statement; its WHERE clause and new values
-//! are evaluated over every chunk of the table's snapshot; the chunks holding matched rows
+//! are evaluated over every chunk of the table's snapshot. An UPDATE that changes no indexed
+//! or partitioning column replaces each touched chunk by a copy with the new values at the
+//! rows' own positions (indexes kept as they are). Otherwise the chunks holding matched rows
 //! are replaced by new chunks without them (published chunks never change: older snapshots
-//! keep theirs), updated rows are appended as new chunks (checked like inserted rows), the
-//! table's indexes are built anew over the result, and the version is published in one step
-//! when no other write was published since the snapshot was taken. A statement with FROM,
+//! keep theirs), updated rows are appended as new chunks (checked like inserted rows), and
+//! the table's indexes are built anew over the result. Either way the version is published
+//! in one step when no other write was published since the snapshot was taken. A statement with FROM,
 //! subqueries or LIMIT runs as a query first (DataFusion's join, subqueries and all), which
 //! names the rows by primary key and gives their new values; the same replacement follows.
 
@@ -31,6 +33,8 @@ pub(crate) struct RowWrite {
     predicate: Option<Arc<dyn PhysicalExpr>>,
     /// UPDATE: the new value of every column, in table order; DELETE: `None`.
     values: Option<Vec<Arc<dyn PhysicalExpr>>>,
+    /// UPDATE: the columns it assigns anything but their own value.
+    changed: Vec<usize>,
 }
 
 impl RowWrite {
@@ -95,11 +99,28 @@ impl RowWrite {
             let e = simplifier.simplify(simplifier.coerce(e.clone(), &schema)?)?;
             Ok(ctx.create_physical_expr(e, &schema)?)
         };
+        let changed = values
+            .map(|exprs| {
+                exprs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, e)| {
+                        let inner = match e {
+                            Expr::Alias(a) => a.expr.as_ref(),
+                            e => e,
+                        };
+                        !matches!(inner, Expr::Column(c) if c.name == table.field(*i).name().as_str())
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(RowWrite {
             predicate: predicate.as_ref().map(physical).transpose()?,
             values: values
                 .map(|exprs| exprs.iter().map(physical).collect::<Result<Vec<_>, _>>())
                 .transpose()?,
+            changed,
         })
     }
 }
@@ -295,9 +316,120 @@ pub(crate) fn apply(
         .collect::<Result<Vec<_>, _>>()?;
     let new_rows = match &write.values {
         None => NewRows::None,
-        Some(values) => NewRows::Evaluate(values),
+        Some(values) => {
+            // no index or partition depends on the changed columns: rows change in place
+            let partition_column = match def.partitioning {
+                wireload_storage::Partitioning::Hash { column, .. } => Some(column),
+                wireload_storage::Partitioning::Single => None,
+            };
+            let in_place = write.changed.iter().all(|c| {
+                Some(*c) != partition_column
+                    && base.indexes.iter().all(|i| !i.def.columns.contains(c))
+            });
+            if in_place {
+                return update_in_place(def, base, touched, values, &write.changed, what);
+            }
+            NewRows::Evaluate(values)
+        }
     };
     replace(def, base, touched, new_rows, what)
+}
+
+/// An UPDATE that changes no indexed or partitioning column: each touched chunk is
+/// replaced by a copy whose changed columns hold the new values at the matched rows' own
+/// positions, so every row keeps its place and the indexes stay valid as they are.
+fn update_in_place(
+    def: &TableDef,
+    base: &TableVersion,
+    touched: Vec<Vec<Option<BooleanArray>>>,
+    values: &[Arc<dyn PhysicalExpr>],
+    changed: &[usize],
+    what: &str,
+) -> Result<Written, SqlError> {
+    let mut partitions = base.partitions.clone();
+    let mut returned = Vec::new();
+    let mut rows = 0u64;
+    for (p, masks) in touched.into_iter().enumerate() {
+        for (c, mask) in masks.into_iter().enumerate() {
+            let Some(mask) = mask else {
+                continue;
+            };
+            let chunk = &base.partitions[p].chunks[c];
+            let old = filter_record_batch(chunk, &mask)?;
+            let columns = values
+                .iter()
+                .map(|e| e.evaluate(&old).and_then(|v| v.into_array(old.num_rows())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let fields: Vec<_> = base
+                .schema
+                .fields()
+                .iter()
+                .zip(&columns)
+                .map(|(f, c)| {
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(c.data_type().clone())
+                        .with_nullable(true)
+                })
+                .collect();
+            let new =
+                RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)?;
+            // checked and converted like any row entering the table; the partitioning
+            // column did not change, so every row stays in partition `p`
+            let parts =
+                wireload_load::table_chunks(def, what, &new).map_err(|error| SqlError::Load {
+                    table: def.name.clone(),
+                    error,
+                })?;
+            let converted = &parts[p];
+            if converted.num_rows() != old.num_rows() {
+                return Err(SqlError::Internal(format!(
+                    "{what}: updated rows changed partition"
+                )));
+            }
+            let mut next = 0;
+            let at: Vec<(usize, usize)> = mask
+                .values()
+                .iter()
+                .enumerate()
+                .map(|(i, hit)| {
+                    if hit {
+                        next += 1;
+                        (1, next - 1)
+                    } else {
+                        (0, i)
+                    }
+                })
+                .collect();
+            let mut columns = chunk.columns().to_vec();
+            for &col in changed {
+                columns[col] = arrow::compute::interleave(
+                    &[chunk.column(col).as_ref(), converted.column(col).as_ref()],
+                    &at,
+                )?;
+            }
+            partitions[p].chunks[c] = RecordBatch::try_new(chunk.schema(), columns)?;
+            rows += old.num_rows() as u64;
+            returned.push(converted.clone());
+        }
+    }
+    if rows == 0 {
+        return Ok(Written {
+            version: base.clone(),
+            rows,
+            returned,
+        });
+    }
+    Ok(Written {
+        version: TableVersion {
+            number: base.number + 1,
+            schema: base.schema.clone(),
+            partitions,
+            indexes: base.indexes.clone(),
+        },
+        rows,
+        returned,
+    })
 }
 
 /// Applies a write whose rows a query found: the rows of `base` with the primary keys in
