@@ -30,6 +30,8 @@ impl SqlState {
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
@@ -163,6 +165,12 @@ pub enum SqlError {
     /// ROLLBACK end it.
     #[error("current transaction is aborted, commands ignored until end of transaction block")]
     InFailedTransaction,
+    /// SAVEPOINT, RELEASE or ROLLBACK TO outside a transaction.
+    #[error("{0} can only be used in transaction blocks")]
+    NoTransaction(&'static str),
+    /// RELEASE or ROLLBACK TO a savepoint the transaction does not have.
+    #[error("savepoint \"{0}\" does not exist")]
+    NoSuchSavepoint(String),
     /// The statement was cancelled (Ctrl-C, a client's cancel request).
     #[error("statement cancelled")]
     Cancelled,
@@ -259,6 +267,8 @@ impl SqlError {
             SqlError::Cancelled | SqlError::Timeout { .. } => SqlState::QUERY_CANCELED,
             SqlError::SerializationFailure { .. } => SqlState::SERIALIZATION_FAILURE,
             SqlError::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
+            SqlError::NoTransaction(_) => SqlState::NO_ACTIVE_SQL_TRANSACTION,
+            SqlError::NoSuchSavepoint(_) => SqlState::INVALID_SAVEPOINT_SPECIFICATION,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,
         }

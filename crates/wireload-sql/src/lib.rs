@@ -455,6 +455,32 @@ impl Database {
                 tx.take();
                 Ok(StatementOutput::Done("ROLLBACK".into()))
             }
+            TxStatement::Savepoint(name) => {
+                let t = tx.as_mut().ok_or(SqlError::NoTransaction("SAVEPOINT"))?;
+                if t.failed {
+                    return Err(SqlError::InFailedTransaction);
+                }
+                t.savepoint(name);
+                Ok(StatementOutput::Done("SAVEPOINT".into()))
+            }
+            TxStatement::RollbackTo(name) => {
+                let t = tx
+                    .as_mut()
+                    .ok_or(SqlError::NoTransaction("ROLLBACK TO SAVEPOINT"))?;
+                // an unknown savepoint fails the transaction, as any failing statement does
+                t.rollback_to(&name).inspect_err(|_| t.failed = true)?;
+                Ok(StatementOutput::Done("ROLLBACK".into()))
+            }
+            TxStatement::Release(name) => {
+                let t = tx
+                    .as_mut()
+                    .ok_or(SqlError::NoTransaction("RELEASE SAVEPOINT"))?;
+                if t.failed {
+                    return Err(SqlError::InFailedTransaction);
+                }
+                t.release(&name).inspect_err(|_| t.failed = true)?;
+                Ok(StatementOutput::Done("RELEASE".into()))
+            }
         }
     }
 

@@ -1,18 +1,21 @@
 //! Transactions: `BEGIN` pins a snapshot of every table; the transaction's statements read
 //! and write private copies of them (seeing their own writes); `COMMIT` publishes the
 //! written tables all at once when none of them was written by someone else since `BEGIN`
-//! (first committer wins), `ROLLBACK` drops the copies.
+//! (first committer wins), `ROLLBACK` drops the copies. `SAVEPOINT name` remembers every
+//! copy's version; `ROLLBACK TO name` puts them back (and ends a failed state), `RELEASE
+//! name` forgets the savepoint.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast;
-use wireload_storage::{Catalog, Table};
+use wireload_storage::{Catalog, Table, TableVersion};
+use wireload_types::sql::ident_name;
 
 use crate::error::SqlError;
 
-/// `BEGIN`, `COMMIT` or `ROLLBACK`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `BEGIN`, `COMMIT`, `ROLLBACK` or a savepoint statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxStatement {
     /// `BEGIN` / `START TRANSACTION`
     Begin,
@@ -20,6 +23,12 @@ pub enum TxStatement {
     Commit,
     /// `ROLLBACK` / `ABORT`
     Rollback,
+    /// `SAVEPOINT name`
+    Savepoint(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`
+    RollbackTo(String),
+    /// `RELEASE [SAVEPOINT] name`
+    Release(String),
 }
 
 /// The transaction statement `statement` is, if it is one.
@@ -33,13 +42,17 @@ pub(crate) fn of_ast(statement: &ast::Statement) -> Result<Option<TxStatement>, 
             chain: false,
             savepoint: None,
         } => TxStatement::Rollback,
+        ast::Statement::Rollback {
+            chain: false,
+            savepoint: Some(name),
+        } => TxStatement::RollbackTo(ident_name(name)),
+        ast::Statement::Savepoint { name } => TxStatement::Savepoint(ident_name(name)),
+        ast::Statement::ReleaseSavepoint { name } => TxStatement::Release(ident_name(name)),
         ast::Statement::StartTransaction { .. }
         | ast::Statement::Commit { .. }
-        | ast::Statement::Rollback { .. }
-        | ast::Statement::Savepoint { .. }
-        | ast::Statement::ReleaseSavepoint { .. } => {
+        | ast::Statement::Rollback { .. } => {
             return Err(SqlError::NotSupported(format!(
-                "{statement} is not supported; use BEGIN, COMMIT and ROLLBACK"
+                "{statement} is not supported; use BEGIN, COMMIT, ROLLBACK and SAVEPOINT"
             )));
         }
         _ => return Ok(None),
@@ -56,8 +69,10 @@ struct Pinned {
 /// An open transaction.
 pub(crate) struct Transaction {
     tables: BTreeMap<String, Pinned>,
-    /// A statement failed: every statement until COMMIT or ROLLBACK is refused.
+    /// A statement failed: every statement until COMMIT, ROLLBACK or ROLLBACK TO is refused.
     pub(crate) failed: bool,
+    /// Savepoints, oldest first: each private copy's version when it was set.
+    savepoints: Vec<(String, BTreeMap<String, Arc<TableVersion>>)>,
 }
 
 impl Transaction {
@@ -86,6 +101,7 @@ impl Transaction {
         Transaction {
             tables,
             failed: false,
+            savepoints: Vec::new(),
         }
     }
 
@@ -100,6 +116,45 @@ impl Transaction {
             .iter()
             .map(|(n, p)| (n.clone(), Arc::clone(&p.private)))
             .collect()
+    }
+
+    /// `SAVEPOINT name`: remembers every private copy as it is now.
+    pub(crate) fn savepoint(&mut self, name: String) {
+        let versions = self
+            .tables
+            .iter()
+            .map(|(n, p)| (n.clone(), p.private.snapshot()))
+            .collect();
+        self.savepoints.push((name, versions));
+    }
+
+    /// The position of the newest savepoint called `name`.
+    fn savepoint_at(&self, name: &str) -> Result<usize, SqlError> {
+        self.savepoints
+            .iter()
+            .rposition(|(n, _)| n == name)
+            .ok_or_else(|| SqlError::NoSuchSavepoint(name.to_string()))
+    }
+
+    /// `ROLLBACK TO name`: every private copy as it was at the savepoint, which stays (the
+    /// ones set after it are gone); the transaction is usable again.
+    pub(crate) fn rollback_to(&mut self, name: &str) -> Result<(), SqlError> {
+        let at = self.savepoint_at(name)?;
+        self.savepoints.truncate(at + 1);
+        for (table, version) in &self.savepoints[at].1 {
+            if let Some(p) = self.tables.get(table) {
+                p.private.begin_write().publish(version.as_ref().clone());
+            }
+        }
+        self.failed = false;
+        Ok(())
+    }
+
+    /// `RELEASE name`: forgets the savepoint and the ones set after it; the writes stay.
+    pub(crate) fn release(&mut self, name: &str) -> Result<(), SqlError> {
+        let at = self.savepoint_at(name)?;
+        self.savepoints.truncate(at);
+        Ok(())
     }
 
     /// Publishes every table the transaction wrote, all or none: none when another write

@@ -130,7 +130,90 @@ async fn rollback_and_failed_transactions_leave_nothing() {
     // COMMIT and ROLLBACK outside a transaction do nothing (PostgreSQL warns)
     assert_eq!(tag(&a, "COMMIT").await, "COMMIT");
     assert_eq!(tag(&a, "ROLLBACK").await, "ROLLBACK");
-    assert!(fail(&a, "SAVEPOINT s").await.contains("not supported"));
+    assert!(
+        fail(&a, "SAVEPOINT s")
+            .await
+            .contains("only be used in transaction blocks")
+    );
+}
+
+/// Error of `sql`, which must fail.
+async fn state_of(db: &Database, sql: &str) -> SqlState {
+    match run(db, sql).await {
+        Ok(out) => panic!("{sql}: expected an error, got {out:?}"),
+        Err(e) => e.sqlstate(),
+    }
+}
+
+#[tokio::test]
+async fn savepoints_roll_back_part_of_a_transaction() {
+    let db = db(2);
+    run(
+        &db,
+        "CREATE TABLE s (id INT PRIMARY KEY, v INT); INSERT INTO s VALUES (1, 10), (2, 20)",
+    )
+    .await
+    .unwrap();
+    let rows = |v: &[(&str, &str)]| v.iter().map(|(a, b)| srow(&[a, b])).collect::<Vec<_>>();
+    let all = "SELECT id, v FROM s ORDER BY id";
+    run(
+        &db,
+        "BEGIN; UPDATE s SET v = 11 WHERE id = 1; SAVEPOINT a; INSERT INTO s VALUES (3, 30); \
+         SAVEPOINT b; DELETE FROM s WHERE id = 2",
+    )
+    .await
+    .unwrap();
+    assert_eq!(query(&db, all).await, rows(&[("1", "11"), ("3", "30")]));
+    assert_eq!(tag(&db, "ROLLBACK TO SAVEPOINT b").await, "ROLLBACK");
+    assert_eq!(
+        query(&db, all).await,
+        rows(&[("1", "11"), ("2", "20"), ("3", "30")])
+    );
+    assert_eq!(tag(&db, "ROLLBACK TO a").await, "ROLLBACK");
+    assert_eq!(query(&db, all).await, rows(&[("1", "11"), ("2", "20")]));
+    // the index went back too: key 3 is free again
+    assert!(query(&db, "SELECT v FROM s WHERE id = 3").await.is_empty());
+    run(&db, "INSERT INTO s VALUES (3, 33)").await.unwrap();
+    // a failed statement, then ROLLBACK TO: the transaction goes on
+    assert_eq!(
+        state_of(&db, "INSERT INTO s VALUES (1, 0)").await,
+        SqlState::UNIQUE_VIOLATION
+    );
+    assert_eq!(
+        state_of(&db, "SELECT 1").await,
+        SqlState::IN_FAILED_SQL_TRANSACTION
+    );
+    assert_eq!(
+        state_of(&db, "SAVEPOINT c").await,
+        SqlState::IN_FAILED_SQL_TRANSACTION
+    );
+    assert_eq!(tag(&db, "ROLLBACK TO a").await, "ROLLBACK");
+    assert_eq!(query(&db, all).await, rows(&[("1", "11"), ("2", "20")]));
+    // RELEASE forgets the savepoint (and the ones after it), keeping the writes
+    run(&db, "SAVEPOINT c; UPDATE s SET v = 22 WHERE id = 2")
+        .await
+        .unwrap();
+    assert_eq!(tag(&db, "RELEASE SAVEPOINT a").await, "RELEASE");
+    assert_eq!(
+        state_of(&db, "ROLLBACK TO c").await,
+        SqlState::INVALID_SAVEPOINT_SPECIFICATION
+    );
+    // that error failed the transaction; COMMIT rolls it back
+    assert_eq!(tag(&db, "COMMIT").await, "ROLLBACK");
+    assert_eq!(query(&db, all).await, rows(&[("1", "10"), ("2", "20")]));
+    // what stays before a savepoint rolled back to is committed
+    run(
+        &db,
+        "BEGIN; UPDATE s SET v = 12 WHERE id = 1; SAVEPOINT x; UPDATE s SET v = 0; \
+         INSERT INTO s VALUES (4, 40); ROLLBACK TO x; COMMIT",
+    )
+    .await
+    .unwrap();
+    assert_eq!(query(&db, all).await, rows(&[("1", "12"), ("2", "20")]));
+    assert_eq!(
+        state_of(&db, "ROLLBACK TO x").await,
+        SqlState::NO_ACTIVE_SQL_TRANSACTION
+    );
 }
 
 #[tokio::test]
