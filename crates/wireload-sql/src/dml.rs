@@ -3,8 +3,10 @@
 //! append/publish stage (`wireload_load::append_batches`), so constraints are checked and
 //! the new version is published in one step exactly as for a load.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use arrow::array::BooleanArray;
 use arrow::datatypes::{DataType, Field, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -14,6 +16,7 @@ use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Values, cast};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{self, ExprWithAlias, SelectItem};
+use wireload_storage::{TableDef, TableVersion};
 use wireload_types::{ColumnDef, SqlType};
 
 use crate::ddl::table_name;
@@ -24,10 +27,23 @@ use crate::error::SqlError;
 /// evaluates over the rows written.
 #[derive(Debug, Clone)]
 pub struct Write {
-    /// The statement without its RETURNING clause.
+    /// The statement without its RETURNING and ON CONFLICT clauses.
     pub statement: Box<DfStatement>,
     /// `RETURNING` items, when given.
     pub returning: Option<Vec<SelectItem>>,
+    /// `INSERT ... ON CONFLICT [target] DO NOTHING`: rows whose key is taken are skipped.
+    pub skip_conflicts: Option<ConflictTarget>,
+}
+
+/// Which unique keys an `ON CONFLICT ... DO NOTHING` watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConflictTarget {
+    /// No target: every unique index of the table.
+    Any,
+    /// `ON CONFLICT (a, b)`: the unique index on exactly these columns (normalized names).
+    Columns(Vec<String>),
+    /// `ON CONFLICT ON CONSTRAINT name`: the unique index (constraint) of that name.
+    Constraint(String),
 }
 
 /// A parsed `CREATE TABLE name [(column, ...)] AS query`.
@@ -76,12 +92,32 @@ impl RowChange {
 /// An `INSERT`, `UPDATE` or `DELETE` statement: RETURNING taken apart, clauses wireload
 /// does not support refused.
 pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
+    let mut skip_conflicts = None;
     let returning = match &mut statement {
         ast::Statement::Insert(insert) => {
-            if insert.on.is_some() {
-                return Err(SqlError::NotSupported(
-                    "INSERT ... ON CONFLICT is not supported yet".into(),
-                ));
+            match insert.on.take() {
+                None => {}
+                Some(ast::OnInsert::OnConflict(ast::OnConflict {
+                    conflict_target,
+                    action: ast::OnConflictAction::DoNothing,
+                })) => {
+                    skip_conflicts = Some(match conflict_target {
+                        None => ConflictTarget::Any,
+                        Some(ast::ConflictTarget::Columns(cols)) => ConflictTarget::Columns(
+                            cols.iter().map(wireload_types::sql::ident_name).collect(),
+                        ),
+                        Some(ast::ConflictTarget::OnConstraint(name)) => {
+                            ConflictTarget::Constraint(table_name(&name)?)
+                        }
+                    });
+                }
+                Some(_) => {
+                    return Err(SqlError::NotSupported(
+                        "INSERT ... ON CONFLICT DO UPDATE (and ON DUPLICATE KEY UPDATE) is not \
+                         supported yet; ON CONFLICT DO NOTHING is"
+                            .into(),
+                    ));
+                }
             }
             insert.returning.take()
         }
@@ -96,6 +132,7 @@ pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
     Ok(Write {
         statement: Box::new(DfStatement::Statement(Box::new(statement))),
         returning,
+        skip_conflicts,
     })
 }
 
@@ -321,4 +358,103 @@ async fn returning(
     let out = Arc::new(df.schema().as_arrow().clone());
     let batches = df.collect().await?;
     Ok((out, batches))
+}
+
+/// The rows of `batches` (in the table's column order and types) that `ON CONFLICT target
+/// DO NOTHING` inserts into `version` of table `def`: those whose keys in the watched unique
+/// indexes are neither in the table nor taken by an earlier row of the statement. A batch
+/// whose keys cannot be encoded (a NULL key) is kept whole: appending it reports the error.
+pub(crate) fn free_rows(
+    def: &TableDef,
+    version: &TableVersion,
+    target: &ConflictTarget,
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>, SqlError> {
+    let unique = version.indexes.iter().filter(|i| i.def.unique);
+    let watched: Vec<_> = match target {
+        ConflictTarget::Any => unique.collect(),
+        ConflictTarget::Columns(names) => {
+            let mut columns = names
+                .iter()
+                .map(|n| {
+                    def.schema
+                        .columns
+                        .iter()
+                        .position(|c| &c.name == n)
+                        .ok_or_else(|| SqlError::UndefinedColumn {
+                            table: def.name.clone(),
+                            column: n.clone(),
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            columns.sort_unstable();
+            let found = unique.into_iter().find(|i| {
+                let mut own = i.def.columns.clone();
+                own.sort_unstable();
+                own == columns
+            });
+            vec![found.ok_or_else(|| {
+                SqlError::NoConflictTarget(format!(
+                    "no unique index of \"{}\" on ({})",
+                    def.name,
+                    names.join(", ")
+                ))
+            })?]
+        }
+        ConflictTarget::Constraint(name) => {
+            let found = unique.into_iter().find(|i| &i.def.name == name);
+            vec![found.ok_or_else(|| {
+                SqlError::NoConflictTarget(format!(
+                    "constraint \"{name}\" of \"{}\" does not exist",
+                    def.name
+                ))
+            })?]
+        }
+    };
+    let encoders = watched
+        .iter()
+        .map(|i| i.def.encoder(&def.schema))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); watched.len()];
+    let mut entries = Vec::new();
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let keys: Result<Vec<_>, _> = watched
+            .iter()
+            .zip(&encoders)
+            .map(|(i, e)| {
+                let columns: Vec<_> = i
+                    .def
+                    .columns
+                    .iter()
+                    .map(|&c| Arc::clone(batch.column(c)))
+                    .collect();
+                e.encode(&columns)
+            })
+            .collect();
+        let Ok(keys) = keys else {
+            out.push(batch);
+            continue;
+        };
+        let mut keep = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let taken = watched.iter().zip(&keys).zip(&seen).any(|((i, k), seen)| {
+                let key = k.get(row);
+                entries.clear();
+                i.index.lookup(key, &mut entries);
+                !entries.is_empty() || seen.contains(key)
+            });
+            if !taken {
+                for (k, seen) in keys.iter().zip(seen.iter_mut()) {
+                    seen.insert(k.get(row).to_vec());
+                }
+            }
+            keep.push(!taken);
+        }
+        let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))?;
+        if kept.num_rows() > 0 {
+            out.push(kept);
+        }
+    }
+    Ok(out)
 }

@@ -32,6 +32,7 @@ impl SqlState {
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
+    pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
@@ -168,6 +169,10 @@ pub enum SqlError {
     /// SAVEPOINT, RELEASE or ROLLBACK TO outside a transaction.
     #[error("{0} can only be used in transaction blocks")]
     NoTransaction(&'static str),
+    /// `ON CONFLICT (columns)` or `ON CONFLICT ON CONSTRAINT name` names no unique index of
+    /// the table.
+    #[error("there is no unique constraint matching the ON CONFLICT specification: {0}")]
+    NoConflictTarget(String),
     /// RELEASE or ROLLBACK TO a savepoint the transaction does not have.
     #[error("savepoint \"{0}\" does not exist")]
     NoSuchSavepoint(String),
@@ -268,6 +273,7 @@ impl SqlError {
             SqlError::SerializationFailure { .. } => SqlState::SERIALIZATION_FAILURE,
             SqlError::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
             SqlError::NoTransaction(_) => SqlState::NO_ACTIVE_SQL_TRANSACTION,
+            SqlError::NoConflictTarget(_) => SqlState::INVALID_COLUMN_REFERENCE,
             SqlError::NoSuchSavepoint(_) => SqlState::INVALID_SAVEPOINT_SPECIFICATION,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,

@@ -59,7 +59,7 @@ pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
 /// Parameter values of prepared statements ([`Database::execute_prepared`]).
 pub use datafusion::common::ScalarValue;
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
-pub use dml::{CreateTableAs, RowChange, Truncate, Write};
+pub use dml::{ConflictTarget, CreateTableAs, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
@@ -146,6 +146,8 @@ pub struct PreparedStatement {
     plan: Arc<LogicalPlan>,
     /// The RETURNING list of a write.
     returning: Option<Vec<ast::SelectItem>>,
+    /// An INSERT's `ON CONFLICT ... DO NOTHING`.
+    skip_conflicts: Option<ConflictTarget>,
     /// Each parameter's type, when the statement tells it.
     params: Vec<Option<arrow::datatypes::DataType>>,
     /// The key access, for a read or update of one row by a unique key.
@@ -302,9 +304,9 @@ impl Database {
                 statements.len()
             )));
         }
-        let (statement, returning) = match statements.remove(0).statement {
-            Statement::Query(q) => (q, None),
-            Statement::Write(w) => (w.statement, w.returning),
+        let (statement, returning, skip_conflicts) = match statements.remove(0).statement {
+            Statement::Query(q) => (q, None, None),
+            Statement::Write(w) => (w.statement, w.returning, w.skip_conflicts),
             _ => {
                 return Err(SqlError::NotSupported(
                     "only queries, INSERT, UPDATE and DELETE can be prepared".into(),
@@ -337,6 +339,7 @@ impl Database {
         Ok(PreparedStatement {
             plan: Arc::new(plan),
             returning,
+            skip_conflicts,
             params,
             keyed,
         })
@@ -375,7 +378,14 @@ impl Database {
                 datafusion::common::ParamValues::List(params.into_iter().map(Into::into).collect());
             let plan = prepared.plan.as_ref().clone().with_param_values(values)?;
             if let LogicalPlan::Dml(dml) = plan {
-                return self.write_plan(dml, prepared.returning.clone(), ctl).await;
+                return self
+                    .write_plan(
+                        dml,
+                        prepared.returning.clone(),
+                        prepared.skip_conflicts.as_ref(),
+                        ctl,
+                    )
+                    .await;
             }
             let df = self.ctx.execute_logical_plan(plan).await?;
             let schema = Arc::new(df.schema().as_arrow().clone());
@@ -673,19 +683,25 @@ impl Database {
                 plan.display()
             )));
         };
-        self.write_plan(dml, write.returning, ctl).await
+        self.write_plan(dml, write.returning, write.skip_conflicts.as_ref(), ctl)
+            .await
     }
 
-    /// Runs the INSERT, UPDATE or DELETE DataFusion planned.
+    /// Runs the INSERT (skipping rows whose keys are taken, with `skip_conflicts`), UPDATE
+    /// or DELETE DataFusion planned.
     async fn write_plan(
         &self,
         dml: DmlStatement,
         returning: Option<Vec<ast::SelectItem>>,
+        skip_conflicts: Option<&ConflictTarget>,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
-            WriteOp::Insert(InsertOp::Append) => self.insert(&table, dml, returning, ctl).await,
+            WriteOp::Insert(InsertOp::Append) => {
+                self.insert(&table, dml, returning, skip_conflicts, ctl)
+                    .await
+            }
             WriteOp::Update | WriteOp::Delete => self.rewrite(&table, dml, returning, ctl).await,
             op => Err(SqlError::NotSupported(format!("{op} is not supported"))),
         }
@@ -698,27 +714,49 @@ impl Database {
         table: &Arc<Table>,
         dml: DmlStatement,
         returning: Option<Vec<ast::SelectItem>>,
+        skip_conflicts: Option<&ConflictTarget>,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
         let df = self.ctx.execute_logical_plan(input).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let batches = self.collect(df, ctl).await?;
-        // RETURNING is evaluated first: when it fails, nothing is inserted
-        let returning = dml::returning_of(
-            &self.ctx,
-            table.name(),
-            returning.as_deref(),
-            schema,
-            batches.clone(),
-        )
-        .await?;
-        let rows = self.append(table, "INSERT", batches, ctl).await?;
-        Ok(StatementOutput::Changed(RowChange {
-            command: "INSERT",
-            rows,
-            returning,
-        }))
+        let all = self.collect(df, ctl).await?;
+        // ON CONFLICT DO NOTHING: the rows whose keys are free now; when another write
+        // takes one of them before this one publishes, it starts again
+        const ATTEMPTS: usize = 5;
+        for attempt in 1..=ATTEMPTS {
+            let batches = match skip_conflicts {
+                None => all.clone(),
+                Some(target) => {
+                    dml::free_rows(table.def(), &table.snapshot(), target, all.clone())?
+                }
+            };
+            // RETURNING is evaluated first: when it fails, nothing is inserted
+            let returned = dml::returning_of(
+                &self.ctx,
+                table.name(),
+                returning.as_deref(),
+                Arc::clone(&schema),
+                batches.clone(),
+            )
+            .await?;
+            let rows = match self.append(table, "INSERT", batches, ctl).await {
+                Err(e)
+                    if skip_conflicts.is_some()
+                        && attempt < ATTEMPTS
+                        && e.sqlstate() == SqlState::UNIQUE_VIOLATION =>
+                {
+                    continue;
+                }
+                other => other?,
+            };
+            return Ok(StatementOutput::Changed(RowChange {
+                command: "INSERT",
+                rows,
+                returning: returned,
+            }));
+        }
+        unreachable!("the last attempt returns")
     }
 
     /// `UPDATE` or `DELETE` over the table's current snapshot, published only when no
@@ -1255,7 +1293,7 @@ impl Database {
         }
         // EXECUTE of a prepared INSERT, UPDATE or DELETE: its plan with the parameters set
         if let LogicalPlan::Dml(dml) = df.logical_plan() {
-            return self.write_plan(dml.clone(), None, ctl).await;
+            return self.write_plan(dml.clone(), None, None, ctl).await;
         }
         if done {
             self.collect(df, ctl).await?;

@@ -1155,3 +1155,125 @@ async fn writes_with_from_and_subqueries_run_as_a_query() {
         ["6", "9", "10"]
     );
 }
+
+#[tokio::test]
+async fn insert_on_conflict_do_nothing_skips_taken_keys() {
+    let db = ten_people().await;
+    run(&db, "CREATE UNIQUE INDEX p_name ON p (name)")
+        .await
+        .unwrap();
+    // key 1 is taken, 11 comes twice (the first wins), 12 has a taken name
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (id, name, active) VALUES (1, 'dup', true), (11, 'new', true), \
+             (11, 'again', false), (12, 'n3', true) ON CONFLICT DO NOTHING"
+        )
+        .await,
+        "INSERT 0 1"
+    );
+    assert_eq!(
+        query(
+            &db,
+            "SELECT id, name FROM p WHERE id IN (1, 11, 12) ORDER BY id"
+        )
+        .await,
+        vec![srow(&["1", "n1"]), srow(&["11", "new"])]
+    );
+    // a target: only its key counts; RETURNING gives the inserted rows only
+    let out = run(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (11, 'x', true), (13, 'thr', true) \
+         ON CONFLICT (id) DO NOTHING RETURNING id, name",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "INSERT 0 1");
+    assert_eq!(
+        rows_of(&c.returning.as_ref().unwrap().1),
+        vec![srow(&["13", "thr"])]
+    );
+    // with a target on id, a taken name is still a violation
+    assert_eq!(
+        error(
+            &db,
+            "INSERT INTO p (id, name, active) VALUES (14, 'n4', true) ON CONFLICT (id) DO NOTHING"
+        )
+        .await
+        .sqlstate(),
+        SqlState::UNIQUE_VIOLATION
+    );
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (id, name, active) SELECT id + 10, name, active FROM p \
+             ON CONFLICT ON CONSTRAINT p_name DO NOTHING"
+        )
+        .await,
+        "INSERT 0 0"
+    );
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (id, name, active) SELECT id + 100, upper(name), active FROM p \
+             WHERE id <= 3 ON CONFLICT ON CONSTRAINT p_pkey DO NOTHING"
+        )
+        .await,
+        "INSERT 0 3"
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["15"])]
+    );
+    // no such constraint; DO UPDATE; NOT NULL still checked
+    for (sql, state) in [
+        (
+            "INSERT INTO p (id, name, active) VALUES (20, 'a', true) ON CONFLICT (born) DO NOTHING",
+            SqlState::INVALID_COLUMN_REFERENCE,
+        ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (20, 'a', true) ON CONFLICT ON CONSTRAINT nope DO NOTHING",
+            SqlState::INVALID_COLUMN_REFERENCE,
+        ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (1, 'a', true) ON CONFLICT (id) DO UPDATE SET name = 'b'",
+            SqlState::FEATURE_NOT_SUPPORTED,
+        ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (20, 'a', NULL) ON CONFLICT DO NOTHING",
+            SqlState::NOT_NULL_VIOLATION,
+        ),
+    ] {
+        assert_eq!(error(&db, sql).await.sqlstate(), state, "{sql}");
+    }
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["15"])]
+    );
+    // through the API too
+    let insert = db
+        .prepare("INSERT INTO p (id, name, active) VALUES ($1, $2, true) ON CONFLICT DO NOTHING")
+        .await
+        .unwrap();
+    let ctl = LoadControl::default();
+    for (id, expected) in [(1, 0), (30, 1), (30, 0)] {
+        let out = db
+            .execute_prepared(
+                &insert,
+                &[
+                    ScalarValue::Int32(Some(id)),
+                    ScalarValue::from(format!("z{id}")),
+                ],
+                &ctl,
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(&out, StatementOutput::Changed(c) if c.rows == expected),
+            "{out:?}"
+        );
+    }
+}
