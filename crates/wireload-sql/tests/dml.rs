@@ -198,10 +198,10 @@ async fn failing_inserts_change_nothing() {
     assert!(
         fail(
             &db,
-            "INSERT INTO p (id, active) VALUES (1, true) ON CONFLICT DO NOTHING"
+            "INSERT INTO p (id, active) VALUES (1, true) ON CONFLICT (id) DO UPDATE SET active = false"
         )
         .await
-        .contains("ON CONFLICT")
+        .contains("ON CONFLICT DO UPDATE")
     );
 }
 
