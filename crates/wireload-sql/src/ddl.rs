@@ -48,24 +48,28 @@ pub struct CreateIndex {
     pub if_not_exists: bool,
 }
 
+/// The positions of the columns `names` in table `def`.
+pub(crate) fn column_positions(def: &TableDef, names: &[String]) -> Result<Vec<usize>, SqlError> {
+    names
+        .iter()
+        .map(|c| {
+            def.schema
+                .columns
+                .iter()
+                .position(|col| &col.name == c)
+                .ok_or_else(|| SqlError::UndefinedColumn {
+                    table: def.name.clone(),
+                    column: c.clone(),
+                })
+        })
+        .collect()
+}
+
 impl CreateIndex {
     /// The index definition over table `def`: columns resolved to positions, the default
     /// name `<table>_<cols>_idx` when none was given, checked against the table's types.
     pub fn resolve(&self, def: &TableDef) -> Result<IndexDef, SqlError> {
-        let columns = self
-            .columns
-            .iter()
-            .map(|c| {
-                def.schema
-                    .columns
-                    .iter()
-                    .position(|col| &col.name == c)
-                    .ok_or_else(|| SqlError::UndefinedColumn {
-                        table: def.name.clone(),
-                        column: c.clone(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let columns = column_positions(def, &self.columns)?;
         let ix = IndexDef {
             name: self
                 .name

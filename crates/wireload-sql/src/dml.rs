@@ -374,19 +374,7 @@ pub(crate) fn free_rows(
     let watched: Vec<_> = match target {
         ConflictTarget::Any => unique.collect(),
         ConflictTarget::Columns(names) => {
-            let mut columns = names
-                .iter()
-                .map(|n| {
-                    def.schema
-                        .columns
-                        .iter()
-                        .position(|c| &c.name == n)
-                        .ok_or_else(|| SqlError::UndefinedColumn {
-                            table: def.name.clone(),
-                            column: n.clone(),
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let mut columns = crate::ddl::column_positions(def, names)?;
             columns.sort_unstable();
             let found = unique.into_iter().find(|i| {
                 let mut own = i.def.columns.clone();

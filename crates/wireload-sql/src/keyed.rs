@@ -18,7 +18,7 @@ use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Operator, WriteOp}
 use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContext};
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
-use wireload_storage::{IndexDef, Partitioning, RowId, Table, TableDef, TableVersion};
+use wireload_storage::{IndexDef, KeyEncoder, Partitioning, RowId, Table, TableDef, TableVersion};
 
 use crate::error::SqlError;
 
@@ -38,6 +38,8 @@ struct Key {
     def: Arc<TableDef>,
     /// The unique index that finds the row.
     index: IndexDef,
+    /// Encodes the index's keys (made once, at PREPARE).
+    encoder: KeyEncoder,
     /// One value per key column, in index order.
     values: Vec<KeyValue>,
     /// Parameter types.
@@ -144,6 +146,7 @@ impl Key {
         })?;
         Some(Key {
             values: index.def.columns.iter().map(|c| equal[c].clone()).collect(),
+            encoder: index.def.encoder(&def.schema).ok()?,
             index: (*index.def).clone(),
             def,
             params,
@@ -184,19 +187,13 @@ impl Key {
                 Err(e) => return Some(Err(e.into())),
             }
         }
-        let found = self
-            .index
-            .encoder(&self.def.schema)
-            .map_err(|e| SqlError::Internal(e.to_string()))
-            .and_then(|encoder| {
-                let key = encoder
-                    .encode(&columns)
-                    .map_err(|e| SqlError::Internal(e.to_string()))?;
-                let mut entries = Vec::with_capacity(1);
-                ix.index.lookup(key.get(0), &mut entries);
-                Ok(entries.first().map(|&e| ix.index.row_id(e)))
-            });
-        Some(found)
+        let key = match self.encoder.encode(&columns) {
+            Ok(key) => key,
+            Err(e) => return Some(Err(SqlError::Internal(e.to_string()))),
+        };
+        let mut entries = Vec::with_capacity(1);
+        ix.index.lookup(key.get(0), &mut entries);
+        Some(Ok(entries.first().map(|&e| ix.index.row_id(e))))
     }
 }
 
@@ -477,19 +474,7 @@ impl KeyedUpdate {
             for (c, e) in &self.set {
                 values[*c] = e.evaluate(&input)?.into_array(1)?;
             }
-            let fields: Vec<Field> = def
-                .arrow_schema
-                .fields()
-                .iter()
-                .zip(&values)
-                .map(|(f, v)| {
-                    f.as_ref()
-                        .clone()
-                        .with_data_type(v.data_type().clone())
-                        .with_nullable(true)
-                })
-                .collect();
-            let new_row = RecordBatch::try_new(Arc::new(Schema::new(fields)), values)?;
+            let new_row = crate::rewrite::unconverted_rows(&def.arrow_schema, values)?;
             // checked and converted like any row entering the table
             let what = format!("UPDATE {}", def.name);
             let parts = wireload_load::table_chunks(def, &what, &new_row).map_err(|error| {

@@ -52,7 +52,7 @@ use datafusion::sql::sqlparser::ast;
 use wireload_gpu::{GpuError, GpuOptions, GpuReport};
 use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
 use wireload_query::CatalogSchema;
-use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef};
+use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVersion};
 use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
@@ -797,29 +797,12 @@ impl Database {
                     rewrite::apply(target.def(), &snapshot, &write, &what)
                 })
                 .await?;
-            let returned = dml::returning_of(
-                &self.ctx,
-                table.name(),
-                returning.as_deref(),
-                Arc::clone(&base.schema),
-                written.returned,
-            )
-            .await?;
-            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(SqlError::Cancelled);
+            if let Some(out) = self
+                .publish_written(table, command, &base, written, returning.as_deref(), ctl)
+                .await?
+            {
+                return Ok(out);
             }
-            let guard = table.begin_write();
-            if guard.base().number != base.number {
-                continue;
-            }
-            if written.rows > 0 {
-                guard.publish(written.version);
-            }
-            return Ok(StatementOutput::Changed(RowChange {
-                command,
-                rows: written.rows,
-                returning: returned,
-            }));
         }
         // the last attempt: under the writer lock, on the version it guards
         let (target, write) = (Arc::clone(table), Arc::clone(&row_write));
@@ -864,6 +847,43 @@ impl Database {
         }))
     }
 
+    /// Publishes what an UPDATE or DELETE wrote over the snapshot `base` of `table`
+    /// (RETURNING evaluated first: when it fails nothing changes); `None` when another
+    /// write was published since `base` (the statement starts again).
+    async fn publish_written(
+        &self,
+        table: &Arc<Table>,
+        command: &'static str,
+        base: &TableVersion,
+        written: rewrite::Written,
+        returning: Option<&[ast::SelectItem]>,
+        ctl: &LoadControl,
+    ) -> Result<Option<StatementOutput>, SqlError> {
+        let returned = dml::returning_of(
+            &self.ctx,
+            table.name(),
+            returning,
+            Arc::clone(&base.schema),
+            written.returned,
+        )
+        .await?;
+        if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SqlError::Cancelled);
+        }
+        let guard = table.begin_write();
+        if guard.base().number != base.number {
+            return Ok(None);
+        }
+        if written.rows > 0 {
+            guard.publish(written.version);
+        }
+        Ok(Some(StatementOutput::Changed(RowChange {
+            command,
+            rows: written.rows,
+            returning: returned,
+        })))
+    }
+
     /// `UPDATE` or `DELETE` whose rows (by primary key) and new values `query` finds
     /// ([`rewrite::query_of`]); published when no other write to the table was published
     /// since the query's snapshot, else run again (40001 after the last attempt).
@@ -898,29 +918,12 @@ impl Database {
                     rewrite::apply_keys(target.def(), &snapshot, &keys, new, &what)
                 })
                 .await?;
-            let returned = dml::returning_of(
-                &self.ctx,
-                table.name(),
-                returning.as_deref(),
-                Arc::clone(&base.schema),
-                written.returned,
-            )
-            .await?;
-            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(SqlError::Cancelled);
+            if let Some(out) = self
+                .publish_written(table, command, &base, written, returning.as_deref(), ctl)
+                .await?
+            {
+                return Ok(out);
             }
-            let guard = table.begin_write();
-            if guard.base().number != base.number {
-                continue;
-            }
-            if written.rows > 0 {
-                guard.publish(written.version);
-            }
-            return Ok(StatementOutput::Changed(RowChange {
-                command,
-                rows: written.rows,
-                returning: returned,
-            }));
         }
         Err(SqlError::SerializationFailure {
             table: table.name().to_string(),

@@ -356,24 +356,7 @@ fn update_in_place(
             };
             let chunk = &base.partitions[p].chunks[c];
             let old = filter_record_batch(chunk, &mask)?;
-            let columns = values
-                .iter()
-                .map(|e| e.evaluate(&old).and_then(|v| v.into_array(old.num_rows())))
-                .collect::<Result<Vec<_>, _>>()?;
-            let fields: Vec<_> = base
-                .schema
-                .fields()
-                .iter()
-                .zip(&columns)
-                .map(|(f, c)| {
-                    f.as_ref()
-                        .clone()
-                        .with_data_type(c.data_type().clone())
-                        .with_nullable(true)
-                })
-                .collect();
-            let new =
-                RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns)?;
+            let new = new_values(values, &old)?;
             // checked and converted like any row entering the table; the partitioning
             // column did not change, so every row stays in partition `p`
             let parts =
@@ -545,29 +528,10 @@ fn replace(
     let new = match new_rows {
         NewRows::None => None,
         NewRows::Given(new) => Some(new),
-        NewRows::Evaluate(values) => {
-            let old = concat_batches(&base.schema, &matched)?;
-            let columns = values
-                .iter()
-                .map(|e| e.evaluate(&old).and_then(|v| v.into_array(old.num_rows())))
-                .collect::<Result<Vec<_>, _>>()?;
-            let fields: Vec<_> = base
-                .schema
-                .fields()
-                .iter()
-                .zip(&columns)
-                .map(|(f, c)| {
-                    f.as_ref()
-                        .clone()
-                        .with_data_type(c.data_type().clone())
-                        .with_nullable(true)
-                })
-                .collect();
-            Some(RecordBatch::try_new(
-                Arc::new(arrow::datatypes::Schema::new(fields)),
-                columns,
-            )?)
-        }
+        NewRows::Evaluate(values) => Some(new_values(
+            values,
+            &concat_batches(&base.schema, &matched)?,
+        )?),
     };
     let returned = match new {
         None => matched,
@@ -597,6 +561,42 @@ fn replace(
         rows,
         returned,
     })
+}
+
+/// The rows `old` become: `values` (one per column) evaluated over them.
+fn new_values(
+    values: &[Arc<dyn PhysicalExpr>],
+    old: &RecordBatch,
+) -> Result<RecordBatch, SqlError> {
+    let columns = values
+        .iter()
+        .map(|e| e.evaluate(old).and_then(|v| v.into_array(old.num_rows())))
+        .collect::<Result<Vec<_>, _>>()?;
+    unconverted_rows(old.schema_ref(), columns)
+}
+
+/// A batch of `columns` under the names of `table`'s columns, each field typed as its
+/// values and nullable: new rows before they are checked and converted to the table's
+/// types (`wireload_load::table_chunks`).
+pub(crate) fn unconverted_rows(
+    table: &SchemaRef,
+    columns: Vec<arrow::array::ArrayRef>,
+) -> Result<RecordBatch, SqlError> {
+    let fields: Vec<_> = table
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| {
+            f.as_ref()
+                .clone()
+                .with_data_type(c.data_type().clone())
+                .with_nullable(true)
+        })
+        .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(arrow::datatypes::Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Which rows of `chunk` `predicate` selects (NULL selects none); `None` when none.

@@ -21,7 +21,7 @@ pub use catalog::Catalog;
 pub use index::{IndexDef, TableIndex};
 pub use table::{Partitioning, Table, TableDef, WriteGuard};
 pub use version::{Partition, TableVersion};
-pub use wireload_index::{Index, IndexKind, RowId};
+pub use wireload_index::{Index, IndexKind, KeyEncoder, RowId};
 
 /// Errors of catalog and table operations.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
 use serde_json::{Value, json};
 use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
-use wireload_sql::{Database, DbConfig, PreparedStatement, ScalarValue, StatementOutput};
+use wireload_sql::{Database, DbConfig, PreparedStatement, ScalarValue, SqlError, StatementOutput};
 
 use crate::cli::BenchOnlineArgs;
 use crate::lookup::splitmix;
@@ -157,6 +157,53 @@ fn touch(bytes: usize) {
     std::hint::black_box(&v);
 }
 
+/// Creates (again) an empty table `name` with lineitem's columns and primary key (its
+/// indexes renamed after `name`: index names are unique in a database).
+fn create_lineitem(db: &Database, name: &str) -> Result<()> {
+    let mut def = tpch::schema(true)?
+        .into_iter()
+        .find(|d| d.name == "lineitem")
+        .context("the TPC-H schema has no lineitem table")?;
+    if name != def.name {
+        for ix in &mut def.indexes {
+            ix.name = ix.name.replacen(&def.name, name, 1);
+        }
+        def.name = name.to_string();
+    }
+    db.catalog().drop_table(name, true)?;
+    db.create_table(def, false)?;
+    Ok(())
+}
+
+/// Loads `file` (lineitem, `|`-separated) into `table` on `threads` threads, in a new
+/// session of `db`; the outcome, and when the load began and ended since `origin`.
+fn load_lineitem(
+    db: &Database,
+    table: &str,
+    file: &Path,
+    threads: usize,
+    origin: Instant,
+) -> Result<(Result<LoadReport, SqlError>, Duration, Duration)> {
+    let loader = db.new_session();
+    let options = LoadOptions {
+        dialect: Dialect {
+            delimiter: b'|',
+            ..Dialect::default()
+        },
+        threads: Some(threads),
+        ..LoadOptions::default()
+    };
+    let rt = runtime()?;
+    let from = origin.elapsed();
+    let report = rt.block_on(loader.load(
+        table,
+        Source::File(file.to_path_buf()),
+        options,
+        &LoadControl::default(),
+    ));
+    Ok((report, from, origin.elapsed()))
+}
+
 /// One run: the workload alone for `idle`, then beside a load of `file` on `threads`
 /// threads, then alone again for a second.
 /// Returns the run's figures and how many transactions it ran.
@@ -166,12 +213,7 @@ fn run_beside_load(
     file: &Path,
     threads: usize,
 ) -> Result<(Value, usize)> {
-    let lineitem = tpch::schema(true)?
-        .into_iter()
-        .find(|d| d.name == "lineitem")
-        .context("the TPC-H schema has no lineitem table")?;
-    db.catalog().drop_table("lineitem", true)?;
-    db.create_table(lineitem, false)?;
+    create_lineitem(db, "lineitem")?;
     let bytes = std::fs::metadata(file)
         .with_context(|| format!("cannot read {}", file.display()))?
         .len();
@@ -185,24 +227,7 @@ fn run_beside_load(
         };
         thread::sleep(Duration::from_secs_f64(args.idle_seconds));
         touch(bytes as usize);
-        let loader = db.new_session();
-        let options = LoadOptions {
-            dialect: Dialect {
-                delimiter: b'|',
-                ..Dialect::default()
-            },
-            threads: Some(threads),
-            ..LoadOptions::default()
-        };
-        let rt = runtime()?;
-        let load_from = origin.elapsed();
-        let report = rt.block_on(loader.load(
-            "lineitem",
-            Source::File(file.to_path_buf()),
-            options,
-            &LoadControl::default(),
-        ));
-        let load_to = origin.elapsed();
+        let (report, load_from, load_to) = load_lineitem(db, "lineitem", file, threads, origin)?;
         thread::sleep(Duration::from_secs(1));
         stop.store(true, Ordering::Relaxed);
         let done = worker
@@ -264,16 +289,7 @@ fn percentiles(samples: &mut [f64]) -> Value {
 /// Q1 and Q2 in turn on the loaded `lineitem`, alone and while the same file loads into
 /// another table on one thread; their latencies in each phase.
 fn query_latency(db: &Database, args: &BenchOnlineArgs, file: &Path) -> Result<Value> {
-    let mut copy = tpch::schema(true)?
-        .into_iter()
-        .find(|d| d.name == "lineitem")
-        .context("the TPC-H schema has no lineitem table")?;
-    copy.name = "lineitem_more".into();
-    for ix in &mut copy.indexes {
-        ix.name = format!("{}_more", ix.name);
-    }
-    db.catalog().drop_table("lineitem_more", true)?;
-    db.create_table(copy, false)?;
+    create_lineitem(db, "lineitem_more")?;
     let bytes = std::fs::metadata(file)?.len();
     let stop = AtomicBool::new(false);
     let origin = Instant::now();
@@ -295,24 +311,7 @@ fn query_latency(db: &Database, args: &BenchOnlineArgs, file: &Path) -> Result<V
         });
         thread::sleep(Duration::from_secs_f64(args.idle_seconds));
         touch(bytes as usize);
-        let loader = db.new_session();
-        let options = LoadOptions {
-            dialect: Dialect {
-                delimiter: b'|',
-                ..Dialect::default()
-            },
-            threads: Some(1),
-            ..LoadOptions::default()
-        };
-        let rt = runtime()?;
-        let load_from = origin.elapsed();
-        let report = rt.block_on(loader.load(
-            "lineitem_more",
-            Source::File(file.to_path_buf()),
-            options,
-            &LoadControl::default(),
-        ));
-        let load_to = origin.elapsed();
+        let (report, load_from, load_to) = load_lineitem(db, "lineitem_more", file, 1, origin)?;
         stop.store(true, Ordering::Relaxed);
         let samples = worker
             .join()
