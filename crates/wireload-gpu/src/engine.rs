@@ -406,6 +406,7 @@ pub fn load_with<R: Runner>(
             seconds: t0.elapsed().as_secs_f64(),
             chunks: next_unit,
             merge_seconds: published.merge_seconds,
+            merge_steps: published.merge_steps,
         },
         device: device.to_string(),
         partitions,

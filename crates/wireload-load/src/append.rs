@@ -102,6 +102,7 @@ pub fn append_batches(
         seconds: start.elapsed().as_secs_f64(),
         chunks: groups.len(),
         merge_seconds: published.merge_seconds,
+        merge_steps: published.merge_steps,
     })
 }
 

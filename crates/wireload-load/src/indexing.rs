@@ -135,35 +135,40 @@ impl LoadIndexes {
             .collect()
     }
 
-    /// Merges `parts[i]` (buffer indexes of index `i`) into copies of the base indexes, in
-    /// parallel, and places every new segment: `place(slot)` is the row of the slot's first row.
-    /// A duplicate key names the index and the two entries.
+    /// Merges `parts[i]` (buffer indexes of index `i`, of the buffers in `slots`) into
+    /// `into[i]` (the base indexes, or what earlier merge steps of the load made of them;
+    /// copied when shared), in parallel, and places the segments of `slots`: `place(slot)`
+    /// is the row of the slot's first row. A duplicate key names the index and the two
+    /// entries.
     pub(crate) fn merge(
         &self,
+        into: Vec<TableIndex>,
         parts: Vec<Vec<Index>>,
+        slots: std::ops::Range<u32>,
         place: &(dyn Fn(u32) -> RowId + Sync),
     ) -> Result<Vec<TableIndex>, (usize, Duplicate)> {
-        assert_eq!(
-            parts.len(),
-            self.specs.len(),
+        assert!(
+            parts.len() == self.specs.len() && into.len() == self.specs.len(),
             "buffer indexes for every index"
         );
         self.specs
             .par_iter()
+            .zip(into)
             .zip(parts)
             .enumerate()
-            .map(|(i, (s, p))| {
+            .map(|(i, ((s, ti), p))| {
                 let mut all = Vec::with_capacity(p.len() + 1);
-                all.push((*s.base.index).clone());
+                all.push(Arc::try_unwrap(ti.index).unwrap_or_else(|shared| (*shared).clone()));
                 all.extend(p);
                 let mut merged = Index::merge_all(all).map_err(|d| (i, d))?;
-                for id in s.first_segment..merged.segments().next_id() {
+                for slot in slots.clone() {
+                    let id = s.first_segment + slot;
                     if merged.segments().get(id).is_some() {
-                        merged.place_segment(id, place(id - s.first_segment));
+                        merged.place_segment(id, place(slot));
                     }
                 }
                 Ok(TableIndex {
-                    def: s.base.def.clone(),
+                    def: ti.def,
                     index: merged.into(),
                 })
             })
@@ -365,13 +370,17 @@ fn build_over(
             row: 0,
         }
     };
-    let mut merged = indexes.merge(vec![built], &place).map_err(|(i, dup)| {
-        let slot = indexes.slot(i, dup.second).expect("every entry is new") as usize;
-        LoadError::DuplicateInTable {
-            index: indexes.name(i).to_string(),
-            columns: indexes.column_list(def, i),
-            key: indexes.key_text(i, chunk(slot), dup.second.pos() as usize),
-        }
-    })?;
+    let into = indexes.specs.iter().map(|s| s.base.clone()).collect();
+    let all = 0..slots.len() as u32;
+    let mut merged = indexes
+        .merge(into, vec![built], all, &place)
+        .map_err(|(i, dup)| {
+            let slot = indexes.slot(i, dup.second).expect("every entry is new") as usize;
+            LoadError::DuplicateInTable {
+                index: indexes.name(i).to_string(),
+                columns: indexes.column_list(def, i),
+                key: indexes.key_text(i, chunk(slot), dup.second.pos() as usize),
+            }
+        })?;
     Ok(merged.pop().expect("one index"))
 }

@@ -25,7 +25,7 @@ mod task;
 
 pub use append::{append_batches, table_chunks};
 pub use error::{BadValue, KeySite, LoadError, Position};
-pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy};
+pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{install, locked_pool, pool};

@@ -31,6 +31,30 @@ impl std::str::FromStr for MergeStrategy {
     }
 }
 
+/// When a load's merge steps run (Instant Loading, section 4.2, online transactional loading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// Every merge step at the end, in one short merge transaction.
+    #[default]
+    Deferred,
+    /// Merge steps beside chunk processing, as chunks finish: the merge transaction runs
+    /// from the first merge step to the publication, and little merging is left at the end.
+    Interleaved,
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "deferred" => Ok(Schedule::Deferred),
+            "interleaved" => Ok(Schedule::Interleaved),
+            other => Err(format!(
+                "unknown schedule '{other}' (expected deferred or interleaved)"
+            )),
+        }
+    }
+}
+
 /// Everything that shapes one load.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -44,6 +68,8 @@ pub struct LoadOptions {
     pub threads: Option<usize>,
     /// How partition buffers are merged.
     pub merge: MergeStrategy,
+    /// When the merge steps run.
+    pub schedule: Schedule,
 }
 
 /// Shared between a running load and whoever watches it.
@@ -70,9 +96,11 @@ pub struct LoadReport {
     pub seconds: f64,
     /// Chunks the input was cut into.
     pub chunks: usize,
-    /// Seconds of the merge (placing the chunks, merging the indexes, publishing): the only
-    /// part of the load that waits for the table's other writers.
+    /// Seconds of the merge transaction: from the start of the first merge step (placing
+    /// chunks, merging indexes) to the publication of the new version.
     pub merge_seconds: f64,
+    /// Merge steps the load took (1 with the deferred schedule).
+    pub merge_steps: usize,
 }
 
 impl LoadReport {
@@ -92,7 +120,7 @@ impl std::fmt::Display for LoadReport {
         let digits = if self.seconds < 1.0 { 6 } else { 3 };
         write!(
             f,
-            "loaded {} rows into {}, {:.1} MB in {:.*} s ({:.0} MB/s; merge {:.*} s)",
+            "loaded {} rows into {}, {:.1} MB in {:.*} s ({:.0} MB/s; merge {:.*} s",
             self.rows,
             self.table,
             self.bytes as f64 / 1e6,
@@ -101,6 +129,10 @@ impl std::fmt::Display for LoadReport {
             self.mb_per_s(),
             digits,
             self.merge_seconds
-        )
+        )?;
+        if self.merge_steps > 1 {
+            write!(f, " in {} steps", self.merge_steps)?;
+        }
+        f.write_str(")")
     }
 }

@@ -49,14 +49,17 @@ pub(crate) fn load(
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
             let parse = CsvParse::new(def, opts, file.clone(), sample)?;
             // readers and other writers go on until the merge publishes
-            let appender = Appender::begin(table, &file, opts.merge);
+            let appender =
+                Appender::begin(table, &file, opts.merge).with_schedule(opts.schedule)?;
             let origin = Origin {
                 byte: 0,
                 lines: 0,
                 whole: true,
             };
-            let units = parse.parse_window(data, start, origin, 0, &appender, ctl)?;
-            let published = appender.publish(ctl, Some(data))?;
+            let (units, published) =
+                appender.run(ctl, Some(data), rayon::current_num_threads(), |appender| {
+                    parse.parse_window(data, start, origin, 0, appender, ctl)
+                })?;
             Ok::<_, LoadError>((data.len() as u64, units, published))
         })??,
         Input::Stream(_) => {
@@ -73,6 +76,7 @@ pub(crate) fn load(
         seconds: t0.elapsed().as_secs_f64(),
         chunks: units,
         merge_seconds: published.merge_seconds,
+        merge_steps: published.merge_steps,
     })
 }
 
@@ -115,58 +119,61 @@ fn stream(
     let start = data_start(&window, scan, opts.dialect.header, file)?;
     let sample_end = (start + (1 << 20)).min(window.len());
     let parse = CsvParse::new(def, opts, file.to_string(), &window[start..sample_end])?;
-    let appender = Appender::begin(table, file, opts.merge);
-    let (mut byte, mut lines, mut units) = (0u64, 0u64, 0usize);
-    let mut start = start;
-    loop {
-        if ctl.cancel.load(Relaxed) {
-            return Err(LoadError::Cancelled);
-        }
-        // the window ends after its last complete record, unless the stream has ended
-        let cut = if eof {
-            window.len()
-        } else {
-            match cut(&parse, &window, start) {
-                Some(cut) => cut,
-                None => {
-                    // no complete record yet: read more
-                    match blocks.next_block()? {
-                        Some(b) => window.extend_from_slice(&b),
-                        None => eof = true,
+    let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
+    let threads = install(opts.threads, rayon::current_num_threads)?;
+    let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
+        let (mut byte, mut lines, mut units) = (0u64, 0u64, 0usize);
+        let mut start = start;
+        loop {
+            if ctl.cancel.load(Relaxed) {
+                return Err(LoadError::Cancelled);
+            }
+            // the window ends after its last complete record, unless the stream has ended
+            let cut = if eof {
+                window.len()
+            } else {
+                match cut(&parse, &window, start) {
+                    Some(cut) => cut,
+                    None => {
+                        // no complete record yet: read more
+                        match blocks.next_block()? {
+                            Some(b) => window.extend_from_slice(&b),
+                            None => eof = true,
+                        }
+                        continue;
                     }
-                    continue;
+                }
+            };
+            let origin = Origin {
+                byte,
+                lines,
+                whole: false,
+            };
+            // parsed on the pool; the stream is read on this thread, between windows
+            units += install(opts.threads, || {
+                parse.parse_window(&window[..cut], start, origin, units, appender, ctl)
+            })??;
+            byte += cut as u64;
+            lines += line_ends(&window, 0..cut);
+            if eof {
+                break;
+            }
+            let rest = window.split_off(cut);
+            let next = blocks.next_block()?;
+            window = rest;
+            start = 0;
+            match next {
+                Some(b) => window.extend_from_slice(&b),
+                None => {
+                    eof = true;
+                    if window.is_empty() {
+                        break;
+                    }
                 }
             }
-        };
-        let origin = Origin {
-            byte,
-            lines,
-            whole: false,
-        };
-        // parsed on the pool; the stream is read on this thread, between windows
-        units += install(opts.threads, || {
-            parse.parse_window(&window[..cut], start, origin, units, &appender, ctl)
-        })??;
-        byte += cut as u64;
-        lines += line_ends(&window, 0..cut);
-        if eof {
-            break;
         }
-        let rest = window.split_off(cut);
-        let next = blocks.next_block()?;
-        window = rest;
-        start = 0;
-        match next {
-            Some(b) => window.extend_from_slice(&b),
-            None => {
-                eof = true;
-                if window.is_empty() {
-                    break;
-                }
-            }
-        }
-    }
-    let published = install(opts.threads, || appender.publish(ctl, None))??;
+        Ok((byte, units))
+    })?;
     Ok((byte, units, published))
 }
 

@@ -22,6 +22,13 @@ pub fn locked_pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
     pool_in(&POOLS, "locked-", threads)
 }
 
+/// A pool of `threads` threads apart from [`pool`]'s, for a load's interleaved merge steps:
+/// they run beside the load's chunk tasks, which keep [`pool`]'s threads busy.
+pub fn merge_pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    pool_in(&POOLS, "merge-", threads)
+}
+
 /// The pool of `threads` threads in `pools`, its threads named with `prefix`.
 fn pool_in(
     pools: &'static OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>>,

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
@@ -20,8 +20,9 @@ use wireload_storage::{RowId, Table, TableDef, TableVersion};
 use crate::error::{KeySite, LoadError};
 use crate::indexing::{BufferKeyError, LoadIndexes, rebuild_indexes, version_row};
 use crate::merge::{InsertMerge, chunk_merge, copy_merge};
-use crate::options::{LoadControl, MergeStrategy};
+use crate::options::{LoadControl, MergeStrategy, Schedule};
 use crate::partition::split_partitions;
+use crate::pool::{install, merge_pool};
 
 /// What a parse stage hands to the append/publish stage: one buffer per table partition
 /// (None when it got no rows), their buffer indexes, and where their rows came from.
@@ -164,7 +165,8 @@ fn record_start(data: &[u8], scan: &ScanConfig, columns: usize, n: usize) -> Opt
 }
 
 /// The append/publish stage of one load. Parsing and indexing run beside every other
-/// reader and writer; only [`Appender::publish`] (the merge) holds the table's writer lock.
+/// reader and writer; the merge steps build the next version privately and only the
+/// publication takes the table's writer lock ([`Appender::publish`], [`Appender::run`]).
 /// Dropped without publishing, it publishes nothing.
 pub struct Appender<'t> {
     table: &'t Table,
@@ -172,16 +174,44 @@ pub struct Appender<'t> {
     base: Arc<TableVersion>,
     file: String,
     merge: MergeStrategy,
+    schedule: Schedule,
     pub(crate) indexes: LoadIndexes,
     /// keep where rows came from (a unique index may have to name them)
     pub(crate) track_sites: bool,
-    insert: Option<InsertMerge>,
-    units: Mutex<BTreeMap<usize, Unit>>,
+    insert: Mutex<Option<InsertMerge>>,
+    pending: Mutex<Pending>,
+    /// signalled when a unit is handed over or the input ends
+    ready: Condvar,
+}
+
+/// Units handed over and not merged yet.
+#[derive(Default)]
+struct Pending {
+    units: BTreeMap<usize, Unit>,
+    /// no more units will come (the parse ended, well or not)
+    closed: bool,
+}
+
+/// What the merge steps of a load built so far: the load's base with the rows of every
+/// step appended and merged into its indexes, not published.
+struct Merged {
+    version: TableVersion,
+    /// where each merged slot's first row landed
+    placement: Vec<RowId>,
+    /// where each merged unit's rows came from
+    sites: Vec<Sites>,
+    rows: u64,
+    /// units merged (the next step starts with this unit number)
+    units: usize,
+    steps: usize,
+    /// when the first merge step began
+    started: Option<Instant>,
 }
 
 impl<'t> Appender<'t> {
     /// Starts appending to `table`, rows read from `file` (the name errors use), merged
-    /// with `merge`. Takes no lock: other writes may publish until this one does.
+    /// with `merge` on the deferred schedule. Takes no lock: other writes may publish until
+    /// this one does.
     pub fn begin(table: &'t Table, file: &str, merge: MergeStrategy) -> Self {
         let base = table.snapshot();
         let def = table.def();
@@ -191,13 +221,31 @@ impl<'t> Appender<'t> {
             table,
             file: file.to_string(),
             merge,
+            schedule: Schedule::Deferred,
             track_sites: indexes.any_unique(),
             indexes,
-            insert: (merge == MergeStrategy::Insert)
-                .then(|| InsertMerge::new(&def.schema.columns, partitions)),
-            units: Mutex::new(BTreeMap::new()),
+            insert: Mutex::new(
+                (merge == MergeStrategy::Insert)
+                    .then(|| InsertMerge::new(&def.schema.columns, partitions)),
+            ),
+            pending: Mutex::new(Pending::default()),
+            ready: Condvar::new(),
             base,
         }
+    }
+
+    /// This appender with merge steps on `schedule`. The interleaved schedule merges step by
+    /// step and so needs a merge that places each step on its own (chunk or copy).
+    pub fn with_schedule(mut self, schedule: Schedule) -> Result<Self, LoadError> {
+        if schedule == Schedule::Interleaved && self.merge == MergeStrategy::Insert {
+            return Err(LoadError::Options(
+                "the interleaved schedule merges step by step: it takes MERGE chunk or copy, \
+                 not insert (which fills one chunk per partition for the whole load)"
+                    .into(),
+            ));
+        }
+        self.schedule = schedule;
+        Ok(self)
     }
 
     /// The name errors give the input.
@@ -341,19 +389,105 @@ impl<'t> Appender<'t> {
     /// Hands over unit `n` (numbers are dense from 0, in input order; any thread). The
     /// insert merge takes its buffers now, so they are freed once inserted.
     pub fn accept(&self, n: usize, mut unit: Unit) {
-        if let Some(ins) = &self.insert {
-            ins.offer(n, std::mem::take(&mut unit.buffers));
-        }
-        self.units
+        if let Some(ins) = self
+            .insert
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            ins.offer(n, std::mem::take(&mut unit.buffers));
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .units
             .insert(n, unit);
+        self.ready.notify_one();
+    }
+
+    /// Runs `parse` (which hands over units with [`Appender::accept`]) on this thread and
+    /// publishes what it handed over, merged on this appender's schedule: interleaved, a
+    /// thread of its own merges on [`merge_pool`]`(threads)` as units arrive, in order;
+    /// deferred, everything is merged after `parse` returns. `input` is the whole input when
+    /// the caller has it (to name rows of a unique key by their line).
+    pub fn run<R>(
+        self,
+        ctl: &LoadControl,
+        input: Option<&[u8]>,
+        threads: usize,
+        parse: impl FnOnce(&Self) -> Result<R, LoadError>,
+    ) -> Result<(R, Published), LoadError> {
+        if self.schedule == Schedule::Deferred {
+            let r = parse(&self)?;
+            return Ok((r, install(Some(threads), || self.publish(ctl, input))??));
+        }
+        let merged = std::thread::scope(|s| {
+            let merger = std::thread::Builder::new()
+                .name("wireload-merger".into())
+                .spawn_scoped(s, || self.merge_as_ready(ctl, input, threads))
+                .map_err(|e| LoadError::Threads {
+                    threads: 1,
+                    message: e.to_string(),
+                })?;
+            let parsed = parse(&self);
+            self.close();
+            let merged = merger
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            // the parse's error comes first: the merger stops short of the units it lost
+            Ok::<_, LoadError>((parsed?, merged?))
+        })?;
+        let (r, merged) = merged;
+        Ok((
+            r,
+            install(Some(threads), || self.publish_merged(merged, ctl))??,
+        ))
+    }
+
+    /// Says that no more units will come.
+    fn close(&self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed = true;
+        self.ready.notify_one();
+    }
+
+    /// The interleaved schedule's merger: merge steps over the units handed over so far, in
+    /// number order, until the input is closed and every unit merged.
+    fn merge_as_ready(
+        &self,
+        ctl: &LoadControl,
+        input: Option<&[u8]>,
+        threads: usize,
+    ) -> Result<Merged, LoadError> {
+        let pool = merge_pool(threads)?;
+        let mut merged = Merged::new(&self.base);
+        loop {
+            let step = {
+                let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                while !pending.closed && !pending.units.contains_key(&merged.units) {
+                    pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
+                }
+                let step = take_run(&mut pending.units, merged.units);
+                if step.is_empty() {
+                    // closed, and nothing more in order: done, or the parse failed
+                    return Ok(merged);
+                }
+                step
+            };
+            if ctl.cancel.load(Relaxed) {
+                return Err(LoadError::Cancelled);
+            }
+            pool.install(|| self.merge_step(&mut merged, step, input))?;
+        }
     }
 
     /// Places every unit, merges the indexes, and publishes the new version; says the rows
     /// added and how long the merge took. `input` is the whole input when the caller still
     /// has it (to name rows of a unique key by their line). Fails, publishing nothing, when
-    /// a unique key is duplicated or the load was cancelled.
+    /// a unique key is duplicated or the load was cancelled. (The deferred schedule:
+    /// parse stages that hand over units themselves call this when done.)
     ///
     /// The merge runs against the version the load began on, without the writer lock; the
     /// lock is taken to publish. When another write published meanwhile, the placed chunks
@@ -363,29 +497,41 @@ impl<'t> Appender<'t> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
-        let merge_start = Instant::now();
-        let def = self.table.def();
-        let partitions = def.partitioning.count();
-        let units = self.units.into_inner().unwrap_or_else(|e| e.into_inner());
-        if let Some((&last, _)) = units.last_key_value()
-            && last + 1 != units.len()
-        {
+        let mut units =
+            std::mem::take(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()).units);
+        let mut merged = Merged::new(&self.base);
+        let all = units.len();
+        let step = take_run(&mut units, 0);
+        if step.len() != all {
             return Err(LoadError::Options(format!(
-                "internal: {} units handed over, the last numbered {last}",
-                units.len()
+                "internal: {all} units handed over, not numbered 0..{all}"
             )));
         }
-        let part_rows: Vec<Vec<usize>> = units.values().map(|u| u.part_rows.clone()).collect();
-        let rows: u64 = part_rows.iter().flatten().map(|&r| r as u64).sum();
+        self.merge_step(&mut merged, step, input)?;
+        self.publish_merged(merged, ctl)
+    }
+
+    /// One merge step: places the buffers of `units` (the next units in number order) after
+    /// the rows merged so far and merges their buffer indexes into `merged`'s indexes.
+    fn merge_step(
+        &self,
+        merged: &mut Merged,
+        units: Vec<Unit>,
+        input: Option<&[u8]>,
+    ) -> Result<(), LoadError> {
+        let def = self.table.def();
+        let partitions = def.partitioning.count();
+        let first_unit = merged.units;
+        merged.started.get_or_insert_with(Instant::now);
         // where each buffer's first row lands: chunk merge appends each buffer as a chunk;
         // copy and insert merges make one chunk per partition with the buffers in order
-        let base = &self.base;
-        let base_chunks = base.chunk_counts();
-        let mut placement = vec![RowId::default(); part_rows.len() * partitions];
-        for (p, &first_chunk) in base_chunks.iter().enumerate() {
+        let before = merged.version.chunk_counts();
+        let mut placement = vec![RowId::default(); units.len() * partitions];
+        for (p, &first_chunk) in before.iter().enumerate() {
             let (mut chunk, mut row) = (first_chunk, 0usize);
-            for (t, pr) in part_rows.iter().enumerate() {
-                if pr[p] == 0 {
+            for (t, unit) in units.iter().enumerate() {
+                let rows = unit.part_rows[p];
+                if rows == 0 {
                     continue;
                 }
                 placement[t * partitions + p] = RowId {
@@ -395,33 +541,36 @@ impl<'t> Appender<'t> {
                 };
                 match self.merge {
                     MergeStrategy::Chunk => chunk += 1,
-                    _ => row += pr[p],
+                    _ => row += rows,
                 }
             }
         }
+        merged.placement.extend(placement);
         let mut index_parts: Vec<Vec<Index>> = vec![Vec::new(); self.indexes.len()];
         let mut outputs = Vec::with_capacity(units.len());
-        let mut sites = Vec::with_capacity(units.len());
-        for (_, unit) in units {
+        for unit in units {
+            merged.rows += unit.rows();
             for (all, mine) in index_parts.iter_mut().zip(unit.indexes) {
                 all.extend(mine);
             }
             outputs.push(unit.buffers);
-            sites.push(unit.sites);
+            merged.sites.push(unit.sites);
+            merged.units += 1;
         }
         let schema = def.arrow_schema.clone();
+        let slots = (first_unit * partitions) as u32..(merged.units * partitions) as u32;
+        let into = std::mem::take(&mut merged.version.indexes);
+        let placed = &merged.placement;
+        let insert = self.insert.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (added, indexes) = rayon::join(
-            || match (self.merge, self.insert) {
+            || match (self.merge, insert) {
                 (MergeStrategy::Insert, Some(ins)) => ins.finish(&schema),
                 (MergeStrategy::Copy, _) => copy_merge(outputs, partitions, &schema),
                 _ => chunk_merge(outputs, partitions),
             },
             || {
-                if self.indexes.is_empty() {
-                    return Ok(Vec::new());
-                }
                 self.indexes
-                    .merge(index_parts, &|slot| placement[slot as usize])
+                    .merge(into, index_parts, slots, &|slot| placed[slot as usize])
             },
         );
         let indexes = match indexes {
@@ -431,18 +580,21 @@ impl<'t> Appender<'t> {
                 let site = |e: EntryRef| match self.indexes.slot(i, e) {
                     Some(slot) => {
                         let (u, p) = (slot as usize / partitions, slot as usize % partitions);
-                        sites[u].site(&self.file, input, p, e.pos() as usize)
+                        merged.sites[u].site(&self.file, input, p, e.pos() as usize)
                     }
                     None => KeySite::Table,
                 };
                 let at = match self.indexes.slot(i, dup.second) {
                     Some(slot) => {
-                        let mut id = placement[slot as usize];
+                        let mut id = merged.placement[slot as usize];
                         id.row += dup.second.pos();
-                        let chunk = id.chunk as usize - base_chunks[id.partition as usize];
-                        (&added[id.partition as usize][chunk], id.row as usize)
+                        let (p, chunk) = (id.partition as usize, id.chunk as usize);
+                        match chunk.checked_sub(before[p]) {
+                            Some(new) => (&added[p][new], id.row as usize),
+                            None => version_row(&merged.version, id),
+                        }
                     }
-                    None => version_row(base, self.indexes.base_row(i, dup.second)),
+                    None => version_row(&self.base, self.indexes.base_row(i, dup.second)),
                 };
                 let key = self.indexes.key_text(i, at.0, at.1);
                 return Err(self.indexes.duplicate_error(
@@ -454,13 +606,26 @@ impl<'t> Appender<'t> {
                 ));
             }
         };
+        merged.version.append(added);
+        merged.version.indexes = indexes;
+        merged.steps += 1;
+        Ok(())
+    }
+
+    /// Publishes what the merge steps built, under the writer lock; see [`Appender::publish`].
+    fn publish_merged(&self, merged: Merged, ctl: &LoadControl) -> Result<Published, LoadError> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
+        let started = merged.started.unwrap_or_else(Instant::now);
+        let def = self.table.def();
+        let base = &self.base;
+        let mut next = merged.version;
+        next.number = base.number + 1;
         // no parallel work runs under the writer lock (a pool thread waiting for it could
         // hold the work the holder waits for): a version another write published meanwhile
         // gets the indexes rebuilt outside the lock, then the lock is taken again
-        let (mut next, mut built_on) = (base.with_appended(added.clone(), indexes), base.number);
+        let (added, mut built_on) = (self.added(&next), base.number);
         loop {
             let guard = self.table.begin_write();
             let now = Arc::clone(guard.base());
@@ -476,9 +641,43 @@ impl<'t> Appender<'t> {
             built_on = now.number;
         }
         Ok(Published {
-            rows,
-            merge_seconds: merge_start.elapsed().as_secs_f64(),
+            rows: merged.rows,
+            merge_seconds: started.elapsed().as_secs_f64(),
+            merge_steps: merged.steps,
         })
+    }
+
+    /// The chunks `next` has beyond the load's base, per partition.
+    fn added(&self, next: &TableVersion) -> Vec<Vec<RecordBatch>> {
+        next.partitions
+            .iter()
+            .zip(&self.base.partitions)
+            .map(|(n, b)| n.chunks[b.chunks.len()..].to_vec())
+            .collect()
+    }
+}
+
+/// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
+fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize) -> Vec<Unit> {
+    let mut run = Vec::new();
+    while let Some(u) = units.remove(&(from + run.len())) {
+        run.push(u);
+    }
+    run
+}
+
+impl Merged {
+    /// Nothing merged yet onto `base`.
+    fn new(base: &TableVersion) -> Self {
+        Merged {
+            version: base.clone(),
+            placement: Vec::new(),
+            sites: Vec::new(),
+            rows: 0,
+            units: 0,
+            steps: 0,
+            started: None,
+        }
     }
 }
 
@@ -487,6 +686,9 @@ impl<'t> Appender<'t> {
 pub struct Published {
     /// Rows added.
     pub rows: u64,
-    /// Seconds from the start of the merge to the new version's publication.
+    /// Seconds of the merge transaction: from the start of the first merge step to the new
+    /// version's publication.
     pub merge_seconds: f64,
+    /// Merge steps taken.
+    pub merge_steps: usize,
 }

@@ -4,7 +4,7 @@ mod common;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode};
+use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode, Schedule};
 use wireload_storage::Partitioning;
 
 fn random_file(rng: &mut StdRng, d: u8, q: u8) -> (Vec<u8>, usize) {
@@ -89,6 +89,12 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
                 chunk_size: Some(chunk),
                 threads: Some(threads),
                 merge,
+                // the interleaved schedule merges step by step: not with the insert merge
+                schedule: if merge != MergeStrategy::Insert && rng.random_bool(0.5) {
+                    Schedule::Interleaved
+                } else {
+                    Schedule::Deferred
+                },
             };
             let report = common::load(&t, &data, &opts).unwrap();
             assert_eq!(report.rows as usize, expected.len());
@@ -98,7 +104,8 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
                 .collect();
             assert_eq!(
                 got, expected,
-                "case {case} chunk {chunk} threads {threads} {merge:?}"
+                "case {case} chunk {chunk} threads {threads} {merge:?} {:?}",
+                opts.schedule
             );
         }
     }

@@ -1,7 +1,8 @@
 //! Streamed loads (any reader, read in blocks, parsed window by window) equal loads of the
 //! same bytes held whole: the same rows in the same order, or the same error, named by the
 //! same file, line, column and byte, whatever the block and chunk sizes; quoted newlines
-//! and `\r\n` across block boundaries included.
+//! and `\r\n` across block boundaries included; and loads merged on the interleaved
+//! schedule equal loads merged on the deferred one.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use wireload_load::{Dialect, LoadControl, LoadOptions, ScanMode, Source, load_into};
+use wireload_load::{
+    Dialect, LoadControl, LoadOptions, MergeStrategy, ScanMode, Schedule, Source, load_into,
+};
 use wireload_storage::{Catalog, IndexDef, IndexKind, Partitioning, Table, TableDef};
 
 /// A reader that hands out at most `step` bytes per read (as a pipe does).
@@ -159,13 +162,26 @@ fn streamed_loads_equal_whole_loads() {
         if want.is_err() {
             compared_errors += 1;
         }
-        for block in [1, 13, 1000, 64 << 10] {
+        let interleaved = LoadOptions {
+            schedule: Schedule::Interleaved,
+            merge: [MergeStrategy::Chunk, MergeStrategy::Copy][case % 2],
+            ..opts.clone()
+        };
+        assert_eq!(
+            load(&whole(&data), keyed, partitioning, &interleaved),
+            want,
+            "case {case}: interleaved, {:?} merge, chunk {:?}, keyed {keyed}",
+            interleaved.merge,
+            opts.chunk_size
+        );
+        for (i, block) in [1, 13, 1000, 64 << 10].into_iter().enumerate() {
             let step = rng.random_range(1..5000);
-            let got = load(&streamed(&data, block, step), keyed, partitioning, &opts);
+            let opts = if i % 2 == 1 { &interleaved } else { &opts };
+            let got = load(&streamed(&data, block, step), keyed, partitioning, opts);
             assert_eq!(
                 got, want,
-                "case {case}: block {block}, step {step}, chunk {:?}, keyed {keyed}",
-                opts.chunk_size
+                "case {case}: block {block}, step {step}, chunk {:?}, keyed {keyed}, {:?}",
+                opts.chunk_size, opts.schedule
             );
         }
     }

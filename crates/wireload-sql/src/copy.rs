@@ -11,7 +11,7 @@ use datafusion::sql::sqlparser::ast::Query;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode};
+use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode, Schedule};
 use wireload_unload::ipc::IpcCompression;
 use wireload_unload::parquet::ParquetCompression;
 
@@ -376,20 +376,15 @@ impl OptionSet {
             .transpose()
     }
 
-    /// `SCHEDULE deferred` (every merge in one step at the end) is what every load does;
-    /// the interleaved schedule is refused until it is built.
-    fn schedule(&self) -> Result<(), SqlError> {
-        match self.schedule.as_ref().map(|s| s.text.to_ascii_lowercase()) {
-            None => Ok(()),
-            Some(s) if s == "deferred" => Ok(()),
-            Some(s) if s == "interleaved" => Err(SqlError::NotSupported(
-                "COPY SCHEDULE interleaved is not supported yet: a load merges once, at its \
-                 end (SCHEDULE deferred)"
-                    .into(),
-            )),
-            Some(other) => Err(invalid(&format!(
-                "COPY SCHEDULE must be deferred or interleaved, not {other}"
-            ))),
+    /// `SCHEDULE deferred` (every merge in one step at the end, the default) or
+    /// `interleaved` (merge steps beside chunk processing).
+    fn schedule(&self) -> Result<Schedule, SqlError> {
+        match &self.schedule {
+            None => Ok(Schedule::Deferred),
+            Some(s) => s
+                .text
+                .parse::<Schedule>()
+                .map_err(|e| invalid(&format!("COPY SCHEDULE: {e}"))),
         }
     }
 
@@ -458,9 +453,15 @@ impl OptionSet {
             )));
         }
         self.check_applicable(format, &[])?;
-        self.schedule()?;
+        let schedule = self.schedule()?;
         match format {
             Format::Arrow | Format::Parquet => {
+                if schedule == Schedule::Interleaved {
+                    return Err(invalid(
+                        "COPY SCHEDULE interleaved applies to FORMAT csv: an Arrow or Parquet \
+                         file is appended in one merge step",
+                    ));
+                }
                 if self.merge.is_some() {
                     return Err(invalid("COPY option MERGE applies to FORMAT csv only"));
                 }
@@ -491,6 +492,11 @@ impl OptionSet {
                     "CHUNK_SIZE",
                     "ENGINE gpu cuts the input into partitions of its own",
                 ),
+                (
+                    &self.schedule,
+                    "SCHEDULE",
+                    "ENGINE gpu merges once, after the device has parsed everything",
+                ),
             ] {
                 if given.is_some() {
                     return Err(invalid(&format!(
@@ -502,6 +508,7 @@ impl OptionSet {
         let mut opts = LoadOptions {
             dialect: self.dialect()?,
             threads: self.threads()?,
+            schedule,
             ..LoadOptions::default()
         };
         if let Some(m) = &self.mode {
@@ -518,6 +525,12 @@ impl OptionSet {
         }
         if let Some(s) = &self.chunk_size {
             opts.chunk_size = Some(parse_size(&s.text)?);
+        }
+        if opts.schedule == Schedule::Interleaved && opts.merge == MergeStrategy::Insert {
+            return Err(invalid(
+                "COPY SCHEDULE interleaved merges step by step: it takes MERGE chunk or copy, \
+                 not insert (one chunk per partition for the whole load)",
+            ));
         }
         Ok(InputFormat::Csv {
             options: opts,
@@ -1000,9 +1013,18 @@ mod tests {
         assert!(parse("COPY t FROM 'f' WITH (ENCODING 'UTF-8')").is_ok());
         assert!(parse("COPY t FROM 'f' WITH (SCHEDULE deferred)").is_ok());
         assert!(parse_any("COPY t FROM 'f' WITH (FORMAT parquet, SCHEDULE DEFERRED)").is_ok());
+        assert!(parse("COPY t FROM 'f' WITH (SCHEDULE Interleaved, MERGE copy)").is_ok());
         assert!(
-            err("COPY t FROM 'f' WITH (SCHEDULE interleaved)")
-                .contains("SCHEDULE interleaved is not supported yet")
+            err("COPY t FROM 'f' WITH (SCHEDULE interleaved, MERGE insert)")
+                .contains("MERGE chunk or copy")
+        );
+        assert!(
+            err("COPY t FROM 'f' WITH (FORMAT arrow, SCHEDULE interleaved)")
+                .contains("applies to FORMAT csv")
+        );
+        assert!(
+            err("COPY t FROM 'f' WITH (ENGINE gpu, SCHEDULE deferred)")
+                .contains("SCHEDULE applies to ENGINE cpu")
         );
         assert!(err("COPY t FROM 'f' WITH (SCHEDULE later)").contains("deferred or interleaved"));
         assert!(err("COPY t TO 'f' WITH (SCHEDULE deferred)").contains("COPY ... FROM only"));

@@ -35,11 +35,19 @@ fn rows(from: i64, n: i64) -> String {
 
 #[tokio::test]
 async fn duplicate_across_chunks_fails_atomically_naming_both_lines() {
-    for (kind, part) in [
-        ("ART", ""),
-        ("HASH", ""),
-        ("ART", " PARTITION BY HASH (b) PARTITIONS 3"),
-        ("HASH", " PARTITION BY HASH (b) PARTITIONS 3"),
+    for (kind, part, with) in [
+        ("ART", "", ""),
+        ("HASH", "", ""),
+        ("ART", " PARTITION BY HASH (b) PARTITIONS 3", ""),
+        ("HASH", " PARTITION BY HASH (b) PARTITIONS 3", ""),
+        // merge steps beside chunk processing: the two lines land in different steps
+        ("ART", "", ", SCHEDULE interleaved"),
+        ("HASH", "", ", SCHEDULE interleaved, THREADS 1"),
+        (
+            "ART",
+            " PARTITION BY HASH (b) PARTITIONS 3",
+            ", SCHEDULE interleaved, MERGE copy",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = db(2);
@@ -52,14 +60,21 @@ async fn duplicate_across_chunks_fails_atomically_naming_both_lines() {
         .await
         .unwrap();
         let good = file(dir.path(), "good.csv", &rows(0, 5000));
-        run(&db, &format!("COPY t FROM {good} WITH (CHUNK_SIZE 4096)"))
-            .await
-            .unwrap();
+        run(
+            &db,
+            &format!("COPY t FROM {good} WITH (CHUNK_SIZE 4096{with})"),
+        )
+        .await
+        .unwrap();
         // line 3 and line 4000 of the new file both have key 20002 (many chunks apart)
         let mut text = rows(20_000, 5000);
         text = text.replacen("23999,", "20002,", 1);
         let bad = file(dir.path(), "bad.csv", &text);
-        let err = fail(&db, &format!("COPY t FROM {bad} WITH (CHUNK_SIZE 4096)")).await;
+        let err = fail(
+            &db,
+            &format!("COPY t FROM {bad} WITH (CHUNK_SIZE 4096{with})"),
+        )
+        .await;
         assert!(
             err.contains("duplicate key value violates unique constraint \"t_pkey\""),
             "{err}"
@@ -67,16 +82,16 @@ async fn duplicate_across_chunks_fails_atomically_naming_both_lines() {
         assert!(err.contains("key (a)=(20002)"), "{err}");
         assert!(
             err.contains("line 3,") && err.contains("line 4000,"),
-            "{kind}{part}: {err}"
+            "{kind}{part}{with}: {err}"
         );
         assert_eq!(
             rows_of(&db, "t").await,
             5000,
-            "{kind}{part}: the failed load left nothing"
+            "{kind}{part}{with}: the failed load left nothing"
         );
         // a key that is already in the table
         let again = file(dir.path(), "again.csv", &rows(4990, 20));
-        let err = fail(&db, &format!("COPY t FROM {again}")).await;
+        let err = fail(&db, &format!("COPY t FROM {again} WITH (FORMAT csv{with})")).await;
         assert!(err.contains("already in the table"), "{err}");
         // the first of keys 4990..5009 already loaded (4990) is on line 1 of the new file
         assert!(
@@ -96,9 +111,12 @@ async fn duplicate_across_chunks_fails_atomically_naming_both_lines() {
         assert_eq!(rows_of(&db, "t").await, 5000);
         // the index still works for the table as it was, and takes a correct load
         let more = file(dir.path(), "more.csv", &rows(5000, 3000));
-        run(&db, &format!("COPY t FROM {more} WITH (CHUNK_SIZE 4096)"))
-            .await
-            .unwrap();
+        run(
+            &db,
+            &format!("COPY t FROM {more} WITH (CHUNK_SIZE 4096{with})"),
+        )
+        .await
+        .unwrap();
         assert_eq!(rows_of(&db, "t").await, 8000);
         assert_eq!(
             query(&db, "SELECT b, s FROM t WHERE a = 7777").await,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{db, fail, query, run, srow};
-use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
+use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Schedule, Source};
 use wireload_sql::{Database, SqlError, StatementOutput};
 
 /// A named pipe in `dir`.
@@ -64,8 +64,9 @@ async fn finished(load: Load) -> Result<LoadReport, SqlError> {
 type Load = tokio::task::JoinHandle<Result<LoadReport, SqlError>>;
 
 /// Starts loading into `t` in session `loader` from a pipe read in small blocks (so the load
-/// begins after its first few kilobytes); returns the load and the pipe's writing end.
-fn start_load(loader: &Arc<Database>) -> (Load, PipeWriter) {
+/// begins after its first few kilobytes), merging on `schedule`; returns the load and the
+/// pipe's writing end.
+fn start_load(loader: &Arc<Database>, schedule: Schedule) -> (Load, PipeWriter) {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     let source = Source::reader_in_blocks("pipe", reader, 64 << 10);
     let options = LoadOptions {
@@ -73,6 +74,7 @@ fn start_load(loader: &Arc<Database>) -> (Load, PipeWriter) {
             header: false,
             ..Dialect::default()
         },
+        schedule,
         ..LoadOptions::default()
     };
     let l = Arc::clone(loader);
@@ -82,7 +84,16 @@ fn start_load(loader: &Arc<Database>) -> (Load, PipeWriter) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn writes_and_reads_go_on_while_a_load_runs() {
+async fn writes_and_reads_go_on_while_a_load_runs_deferred() {
+    writes_and_reads_go_on_while_a_load_runs(Schedule::Deferred).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_and_reads_go_on_while_a_load_runs_interleaved() {
+    writes_and_reads_go_on_while_a_load_runs(Schedule::Interleaved).await;
+}
+
+async fn writes_and_reads_go_on_while_a_load_runs(schedule: Schedule) {
     let a = Arc::new(db(2));
     run(
         &a,
@@ -92,7 +103,7 @@ async fn writes_and_reads_go_on_while_a_load_runs() {
     .unwrap();
     let b = Arc::new(a.new_session());
 
-    let (load, mut writer) = start_load(&a);
+    let (load, mut writer) = start_load(&a, schedule);
     feed(&mut writer, &lines(1, EARLY)).await;
     // the load is reading: another session inserts, updates and reads the same table
     promptly(&b, "INSERT INTO t VALUES (1000000, 'from b')").await;
@@ -111,6 +122,11 @@ async fn writes_and_reads_go_on_while_a_load_runs() {
         "{report:?}"
     );
     assert!(report.to_string().contains("merge"), "{report}");
+    // interleaved, the rows that came before the pause were merged before the rest came
+    match schedule {
+        Schedule::Deferred => assert_eq!(report.merge_steps, 1, "{report:?}"),
+        Schedule::Interleaved => assert!(report.merge_steps >= 2, "{report:?}"),
+    }
     // both writes are there, the index knows every row of both
     assert_eq!(
         query(&b, "SELECT count(*), count(DISTINCT id) FROM t").await,
@@ -127,14 +143,23 @@ async fn writes_and_reads_go_on_while_a_load_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_key_another_session_added_during_the_load_fails_the_load() {
+async fn a_key_another_session_added_during_the_load_fails_the_load_deferred() {
+    a_key_another_session_added_during_the_load_fails_the_load(Schedule::Deferred).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_another_session_added_during_the_load_fails_the_load_interleaved() {
+    a_key_another_session_added_during_the_load_fails_the_load(Schedule::Interleaved).await;
+}
+
+async fn a_key_another_session_added_during_the_load_fails_the_load(schedule: Schedule) {
     let a = Arc::new(db(2));
     run(&a, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
         .await
         .unwrap();
     let b = Arc::new(a.new_session());
 
-    let (load, mut writer) = start_load(&a);
+    let (load, mut writer) = start_load(&a, schedule);
     feed(&mut writer, &lines(1, EARLY)).await;
     // b takes a key the load is about to bring: b commits first, so the load fails
     promptly(&b, "INSERT INTO t VALUES (170000, 'b was first')").await;
@@ -153,15 +178,24 @@ async fn a_key_another_session_added_during_the_load_fails_the_load() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_loads_into_one_table_both_land() {
+async fn two_loads_into_one_table_both_land_deferred() {
+    two_loads_into_one_table_both_land(Schedule::Deferred).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_loads_into_one_table_both_land_interleaved() {
+    two_loads_into_one_table_both_land(Schedule::Interleaved).await;
+}
+
+async fn two_loads_into_one_table_both_land(schedule: Schedule) {
     let a = Arc::new(db(2));
     run(&a, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
         .await
         .unwrap();
     let b = Arc::new(a.new_session());
 
-    let (load_a, mut wa) = start_load(&a);
-    let (load_b, mut wb) = start_load(&b);
+    let (load_a, mut wa) = start_load(&a, schedule);
+    let (load_b, mut wb) = start_load(&b, schedule);
     feed(&mut wa, &lines(0, EARLY)).await;
     // (written from a thread of its own: a load that waited would stop reading)
     std::thread::spawn(move || wb.write_all(lines(EARLY, 2 * EARLY).as_bytes()).unwrap());

@@ -65,31 +65,31 @@ impl TableVersion {
             self.indexes.len(),
             "every index is carried into the next version"
         );
+        let mut next = TableVersion {
+            number: self.number + 1,
+            schema: self.schema.clone(),
+            partitions: self.partitions.clone(),
+            indexes,
+        };
+        next.append(added);
+        next
+    }
+
+    /// Appends `added[p]` to partition `p`, in place (number and indexes unchanged: a
+    /// version being built, not yet published).
+    pub fn append(&mut self, added: Vec<Vec<RecordBatch>>) {
         assert_eq!(
             added.len(),
             self.partitions.len(),
             "one chunk list per partition"
         );
-        let partitions = self
-            .partitions
-            .iter()
-            .zip(added)
-            .map(|(p, new)| {
-                let mut chunks = p.chunks.clone();
-                chunks.extend(new.into_iter().inspect(|b| {
-                    assert!(
-                        b.num_rows() > 0,
-                        "an added chunk has rows (indexes count on it)"
-                    )
-                }));
-                Partition { chunks }
-            })
-            .collect();
-        TableVersion {
-            number: self.number + 1,
-            schema: self.schema.clone(),
-            partitions,
-            indexes,
+        for (p, new) in self.partitions.iter_mut().zip(added) {
+            p.chunks.extend(new.into_iter().inspect(|b| {
+                assert!(
+                    b.num_rows() > 0,
+                    "an added chunk has rows (indexes count on it)"
+                )
+            }));
         }
     }
 

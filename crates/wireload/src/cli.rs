@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use wireload_load::Schedule;
 
 /// wireload: an in-memory columnar SQL database that loads CSV at the speed of the wire.
 ///
@@ -186,6 +187,15 @@ pub struct BenchOnlineArgs {
         value_name = "N,..."
     )]
     pub load_threads: Vec<usize>,
+    /// Merge schedules of the load (deferred, interleaved); one run per schedule and
+    /// thread count.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "deferred,interleaved",
+        value_name = "S,..."
+    )]
+    pub schedules: Vec<Schedule>,
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
