@@ -676,6 +676,27 @@ impl Database {
                 .rewrite_by_query(&table, "UPDATE", plan, write.returning, ctl)
                 .await;
         }
+        if let DfStatement::Statement(s) = write.statement.as_ref()
+            && let ast::Statement::Delete(delete) = s.as_ref()
+            && delete.using.is_some()
+        {
+            let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+                &delete.from;
+            let Some(ast::TableFactor::Table { name, .. }) = from.first().map(|t| &t.relation)
+            else {
+                return Err(SqlError::NotSupported(
+                    "DELETE of this form is not supported yet".into(),
+                ));
+            };
+            let table = self.table(&ddl::table_name(name)?)?;
+            let query = rewrite::delete_using_query(delete, table.def())?;
+            let statement =
+                DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            return self
+                .rewrite_by_query(&table, "DELETE", plan, write.returning, ctl)
+                .await;
+        }
         let plan = self.ctx.state().statement_to_plan(*write.statement).await?;
         let LogicalPlan::Dml(dml) = plan else {
             return Err(SqlError::Internal(format!(

@@ -23,7 +23,7 @@ use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContex
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast;
-use wireload_storage::{Partition, TableDef, TableVersion};
+use wireload_storage::{IndexDef, Partition, TableDef, TableVersion};
 
 use crate::error::SqlError;
 
@@ -179,25 +179,10 @@ pub(crate) fn update_from_query(
 ) -> Result<ast::Query, SqlError> {
     let unsupported =
         |why: &str| SqlError::NotSupported(format!("UPDATE {why} is not supported yet"));
-    let Some(pk) = def.primary_key() else {
-        return Err(unsupported(
-            "with FROM, a subquery or LIMIT on a table without a primary key",
-        ));
-    };
     if update.limit.is_some() || !update.order_by.is_empty() || update.or.is_some() {
         return Err(unsupported("with this clause"));
     }
-    let ast::TableFactor::Table { name, alias, .. } = &update.table.relation else {
-        return Err(unsupported("of this form"));
-    };
-    let target = match alias {
-        Some(a) => a.name.clone(),
-        None => name
-            .0
-            .last()
-            .and_then(|p| p.as_ident().cloned())
-            .ok_or_else(|| unsupported("of this form"))?,
-    };
+    let (pk, target) = keyed_target(def, &update.table.relation, "UPDATE")?;
     let column = |name: &str| {
         ast::Expr::CompoundIdentifier(vec![target.clone(), ast::Ident::with_quote('"', name)])
     };
@@ -235,12 +220,7 @@ pub(crate) fn update_from_query(
             alias: ast::Ident::with_quote('"', &d.name),
         })
         .collect();
-    projection.extend(pk.columns.iter().enumerate().map(|(i, &c)| {
-        ast::SelectItem::ExprWithAlias {
-            expr: column(&def.schema.columns[c].name),
-            alias: ast::Ident::new(format!("__wireload_key_{i}")),
-        }
-    }));
+    projection.extend(key_items(def, pk, &target));
     let mut from = vec![update.table.clone()];
     match &update.from {
         Some(ast::UpdateTableFromKind::BeforeSet(f) | ast::UpdateTableFromKind::AfterSet(f)) => {
@@ -248,6 +228,94 @@ pub(crate) fn update_from_query(
         }
         None => {}
     }
+    select_query(projection, from, update.selection.clone())
+}
+
+/// The query a `DELETE FROM target USING ... WHERE ...` of the table `def` stands for
+/// (DataFusion does not plan USING): `SELECT <the primary key> FROM target, ... WHERE ...`,
+/// the keys of the rows to delete, as [`query_of`] makes for other forms.
+pub(crate) fn delete_using_query(
+    delete: &ast::Delete,
+    def: &TableDef,
+) -> Result<ast::Query, SqlError> {
+    let unsupported =
+        |why: &str| SqlError::NotSupported(format!("DELETE {why} is not supported yet"));
+    let (ast::FromTable::WithFromKeyword(tables) | ast::FromTable::WithoutKeyword(tables)) =
+        &delete.from;
+    let ([target_table], true, None, true) = (
+        tables.as_slice(),
+        delete.tables.is_empty(),
+        &delete.limit,
+        delete.order_by.is_empty(),
+    ) else {
+        return Err(unsupported("of this form"));
+    };
+    if !target_table.joins.is_empty() {
+        return Err(unsupported("with a join in FROM"));
+    }
+    let (pk, target) = keyed_target(def, &target_table.relation, "DELETE ... USING")?;
+    let mut from = vec![target_table.clone()];
+    from.extend(delete.using.iter().flatten().cloned());
+    select_query(
+        key_items(def, pk, &target).collect(),
+        from,
+        delete.selection.clone(),
+    )
+}
+
+/// The primary key of `def` and the name the statement gives its target `relation` (its
+/// alias or its name); `what` names the statement in the error for a table without a key.
+fn keyed_target<'d>(
+    def: &'d TableDef,
+    relation: &ast::TableFactor,
+    what: &str,
+) -> Result<(&'d IndexDef, ast::Ident), SqlError> {
+    let unsupported =
+        |why: &str| SqlError::NotSupported(format!("{what} {why} is not supported yet"));
+    let Some(pk) = def.primary_key() else {
+        return Err(unsupported(
+            "with FROM, USING, a subquery or LIMIT on a table without a primary key",
+        ));
+    };
+    let ast::TableFactor::Table { name, alias, .. } = relation else {
+        return Err(unsupported("of this form"));
+    };
+    let target = match alias {
+        Some(a) => a.name.clone(),
+        None => name
+            .0
+            .last()
+            .and_then(|p| p.as_ident().cloned())
+            .ok_or_else(|| unsupported("of this form"))?,
+    };
+    Ok((pk, target))
+}
+
+/// `target.<key column> AS __wireload_key_<i>` for each column of the primary key `pk`:
+/// what the query-driven writes find the rows by.
+fn key_items<'a>(
+    def: &'a TableDef,
+    pk: &'a IndexDef,
+    target: &'a ast::Ident,
+) -> impl Iterator<Item = ast::SelectItem> + 'a {
+    pk.columns
+        .iter()
+        .enumerate()
+        .map(move |(i, &c)| ast::SelectItem::ExprWithAlias {
+            expr: ast::Expr::CompoundIdentifier(vec![
+                target.clone(),
+                ast::Ident::with_quote('"', &def.schema.columns[c].name),
+            ]),
+            alias: ast::Ident::new(format!("__wireload_key_{i}")),
+        })
+}
+
+/// `SELECT projection FROM from WHERE selection` as a query AST.
+fn select_query(
+    projection: Vec<ast::SelectItem>,
+    from: Vec<ast::TableWithJoins>,
+    selection: Option<ast::Expr>,
+) -> Result<ast::Query, SqlError> {
     // a fixed template gives the SELECT its shape; every part that matters is set here
     let mut template = datafusion::sql::sqlparser::parser::Parser::parse_sql(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
@@ -266,7 +334,7 @@ pub(crate) fn update_from_query(
     };
     select.projection = projection;
     select.from = from;
-    select.selection = update.selection.clone();
+    select.selection = selection;
     Ok(*query)
 }
 

@@ -1154,6 +1154,45 @@ async fn writes_with_from_and_subqueries_run_as_a_query() {
         ids(&query(&db, "SELECT id FROM p WHERE name = 's' ORDER BY id").await),
         ["6", "9", "10"]
     );
+    // DELETE ... USING: the joined rows go; row 8 matches twice and goes once
+    assert_eq!(
+        change(&db, "DELETE FROM p USING o WHERE p.id = o.id + 5").await,
+        "DELETE 2"
+    );
+    assert_eq!(
+        ids(&query(&db, "SELECT id FROM p ORDER BY id").await),
+        ["5", "9", "10", "101", "103"]
+    );
+    // under an alias, with RETURNING, and a USING list
+    let out = run(
+        &db,
+        "DELETE FROM p AS q USING o, o AS o2 WHERE q.id = o.id + 100 AND o2.id = o.id \
+         RETURNING id, name",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.tag(), "DELETE 2");
+    let mut returned = rows_of(&c.returning.as_ref().unwrap().1);
+    returned.sort();
+    assert_eq!(returned, vec![srow(&["101", "x"]), srow(&["103", "y"])]);
+    assert_eq!(
+        change(&db, "DELETE FROM p USING o WHERE p.id = o.id * 1000").await,
+        "DELETE 0"
+    );
+    // the rows are found by primary key: a table without one says so, and stays
+    let e = error(&db, "DELETE FROM o USING p WHERE o.id = p.id").await;
+    assert!(e.to_string().contains("primary key"), "{e}");
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM o").await,
+        vec![srow(&["4"])]
+    );
+    assert_eq!(
+        ids(&query(&db, "SELECT id FROM p ORDER BY id").await),
+        ["5", "9", "10"]
+    );
 }
 
 #[tokio::test]

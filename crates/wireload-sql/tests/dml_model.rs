@@ -334,7 +334,13 @@ fn duck_statement(rng: &mut StdRng) -> String {
             predicate_of(rng, "t."),
             returning(rng)
         ),
-        8 => match rng.random_range(0..3) {
+        8 => match rng.random_range(0..4) {
+            // (no RETURNING: its unqualified columns would be ambiguous in DuckDB)
+            3 => format!(
+                "DELETE FROM t USING s WHERE t.id % {} = s.id AND ({})",
+                rng.random_range(8..30),
+                predicate_of(rng, "s.")
+            ),
             0 => format!(
                 "DELETE FROM t WHERE id IN (SELECT id * {} FROM s WHERE a IS NOT NULL){}",
                 rng.random_range(1..30),
@@ -469,11 +475,11 @@ async fn random_writes_equal_duckdb() {
     ];
     let python = duckdb_python();
     let dir = tempfile::tempdir().unwrap();
-    let mut skipped = 0;
+    let (mut skipped, mut using) = (0, 0);
     for seed in 0..3u64 {
         let mut rng = StdRng::seed_from_u64(100 + seed);
         let mut statements: Vec<String> = setup.iter().map(|s| s.to_string()).collect();
-        statements.extend((0..120).map(|_| duck_statement(&mut rng)));
+        statements.extend((0..160).map(|_| duck_statement(&mut rng)));
         let file = dir.path().join(format!("statements-{seed}.json"));
         std::fs::write(&file, serde_json::to_string(&statements).unwrap()).unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/duckdb_dml.py");
@@ -502,8 +508,12 @@ async fn random_writes_equal_duckdb() {
             match (&ours, duck.ok) {
                 (Ok(out), true) => {
                     // UPDATE ... FROM and writes with subqueries over s
-                    joined += usize::from(!sql.starts_with("INSERT") && sql.contains("FROM s"));
+                    joined += usize::from(
+                        !sql.starts_with("INSERT")
+                            && (sql.contains("FROM s") || sql.contains("USING s")),
+                    );
                     if let Some(StatementOutput::Changed(c)) = out.last() {
+                        using += usize::from(sql.contains("USING s") && c.rows > 0);
                         if let Some(want) = &duck.returning {
                             let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
                             let mut got = common::rows_of(batches);
@@ -546,5 +556,9 @@ async fn random_writes_equal_duckdb() {
     assert!(
         skipped >= 3,
         "{skipped} ON CONFLICT DO NOTHING statements left rows out"
+    );
+    assert!(
+        using >= 3,
+        "{using} DELETE ... USING statements deleted rows"
     );
 }
