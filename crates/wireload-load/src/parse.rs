@@ -288,6 +288,9 @@ impl<'a> CsvParse<'a> {
                 Err(TaskFailure::Abandoned) => {
                     return Err(if ctl.cancel.load(Relaxed) {
                         LoadError::Cancelled
+                    } else if appender.merge_failed() {
+                        // the merge step's error is the load's (see Appender::run)
+                        LoadError::Options("a merge step failed".into())
                     } else {
                         LoadError::Options(
                             "internal: a chunk was abandoned although none failed".into(),

@@ -128,6 +128,10 @@ fn stream(
             if ctl.cancel.load(Relaxed) {
                 return Err(LoadError::Cancelled);
             }
+            if appender.merge_failed() {
+                // the load fails with the merge step's error: read no more
+                return Err(LoadError::Options("a merge step failed".into()));
+            }
             // the window ends after its last complete record, unless the stream has ended
             let cut = if eof {
                 window.len()

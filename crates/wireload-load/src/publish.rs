@@ -8,6 +8,7 @@
 //! partition buffer; slots name the buffers in the indexes until the merge places them.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -182,6 +183,8 @@ pub struct Appender<'t> {
     pending: Mutex<Pending>,
     /// signalled when a unit is handed over or the input ends
     ready: Condvar,
+    /// an interleaved merge step failed: the parse may stop, the load fails with that error
+    merge_failed: AtomicBool,
 }
 
 /// Units handed over and not merged yet.
@@ -230,6 +233,7 @@ impl<'t> Appender<'t> {
             ),
             pending: Mutex::new(Pending::default()),
             ready: Condvar::new(),
+            merge_failed: AtomicBool::new(false),
             base,
         }
     }
@@ -434,8 +438,12 @@ impl<'t> Appender<'t> {
             let merged = merger
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            // the parse's error comes first: the merger stops short of the units it lost
-            Ok::<_, LoadError>((parsed?, merged?))
+            match (parsed, merged) {
+                // the parse stopped for the merge's error (a duplicate key, say)
+                (_, Err(e)) if self.merge_failed() => Err(e),
+                // otherwise the parse's error: the merger stopped short of the units it lost
+                (parsed, merged) => Ok((parsed?, merged?)),
+            }
         })?;
         let (r, merged) = merged;
         Ok((
@@ -479,8 +487,16 @@ impl<'t> Appender<'t> {
             if ctl.cancel.load(Relaxed) {
                 return Err(LoadError::Cancelled);
             }
-            pool.install(|| self.merge_step(&mut merged, step, input))?;
+            if let Err(e) = pool.install(|| self.merge_step(&mut merged, step, input)) {
+                self.merge_failed.store(true, Relaxed);
+                return Err(e);
+            }
         }
+    }
+
+    /// True when an interleaved merge step failed: the load will fail, so parsing may stop.
+    pub(crate) fn merge_failed(&self) -> bool {
+        self.merge_failed.load(Relaxed)
     }
 
     /// Places every unit, merges the indexes, and publishes the new version; says the rows

@@ -89,7 +89,10 @@ pub(crate) fn run(
     let mut bounds: Vec<usize> = Vec::new();
     let mut done_at = range.start;
     loop {
-        if ctx.ctl.cancel.load(Relaxed) || ctx.failed.load(Relaxed) < index {
+        if ctx.ctl.cancel.load(Relaxed)
+            || ctx.failed.load(Relaxed) < index
+            || ctx.appender.merge_failed()
+        {
             return Err(TaskFailure::Abandoned);
         }
         let more = match scanner.next_batch(&mut batch, BATCH_ROWS) {

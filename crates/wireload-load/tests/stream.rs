@@ -253,3 +253,60 @@ fn a_stream_is_read_once_and_errors_of_the_reader_are_reported() {
     let again = load_into(&t, &src, &LoadOptions::default(), &LoadControl::default());
     assert!(again.unwrap_err().to_string().contains("read already"));
 }
+
+#[test]
+fn an_interleaved_merge_that_fails_stops_the_load_reading() {
+    /// `i,a,1` rows for ever (key 0 twice at the start), counting the bytes handed out.
+    struct Endless {
+        next: u64,
+        pending: Vec<u8>,
+        read: Arc<std::sync::atomic::AtomicU64>,
+    }
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            while self.pending.len() < buf.len() {
+                let id = self.next.saturating_sub(1);
+                self.pending
+                    .extend_from_slice(format!("{id},a,1\n").as_bytes());
+                self.next += 1;
+            }
+            let n = buf.len();
+            buf.copy_from_slice(&self.pending[..n]);
+            self.pending.drain(..n);
+            self.read
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            // a load that never stops must still end the test
+            if self.read.load(std::sync::atomic::Ordering::Relaxed) > 4 << 30 {
+                return Ok(0);
+            }
+            Ok(n)
+        }
+    }
+    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let reader = Endless {
+        next: 0,
+        pending: Vec::new(),
+        read: Arc::clone(&read),
+    };
+    let t = table(true, Partitioning::Single);
+    let opts = LoadOptions {
+        dialect: Dialect {
+            header: false,
+            ..Dialect::default()
+        },
+        chunk_size: Some(4096),
+        threads: Some(2),
+        schedule: Schedule::Interleaved,
+        ..LoadOptions::default()
+    };
+    let source = Source::reader_in_blocks("endless", reader, 64 << 10);
+    let e = load_into(&t, &source, &opts, &LoadControl::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("duplicate") && e.to_string().contains("line 2"),
+        "{e}"
+    );
+    // the merge of the first window found it; the reader was not drained to its end
+    let bytes = read.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(bytes < 256 << 20, "{bytes} bytes read");
+    assert_eq!(t.snapshot().num_rows(), 0);
+}
