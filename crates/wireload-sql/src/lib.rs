@@ -658,44 +658,38 @@ impl Database {
     /// `INSERT`, `UPDATE` or `DELETE`, planned by DataFusion; nothing changes when the
     /// statement fails.
     async fn write(&self, write: Write, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
-        if let DfStatement::Statement(s) = write.statement.as_ref()
-            && let ast::Statement::Update(update) = s.as_ref()
-            && update.from.is_some()
-        {
-            let ast::TableFactor::Table { name, .. } = &update.table.relation else {
-                return Err(SqlError::NotSupported(
-                    "UPDATE of this form is not supported yet".into(),
-                ));
+        // forms DataFusion does not plan: a query names the rows by primary key
+        if let DfStatement::Statement(s) = write.statement.as_ref() {
+            let by_query: Option<(&str, Option<&ast::TableFactor>)> = match s.as_ref() {
+                ast::Statement::Update(u) if u.from.is_some() => {
+                    Some(("UPDATE", Some(&u.table.relation)))
+                }
+                ast::Statement::Delete(d) if d.using.is_some() => {
+                    let (ast::FromTable::WithFromKeyword(from)
+                    | ast::FromTable::WithoutKeyword(from)) = &d.from;
+                    Some(("DELETE", from.first().map(|t| &t.relation)))
+                }
+                _ => None,
             };
-            let table = self.table(&ddl::table_name(name)?)?;
-            let query = rewrite::update_from_query(update, table.def())?;
-            let statement =
-                DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
-            let plan = self.ctx.state().statement_to_plan(statement).await?;
-            return self
-                .rewrite_by_query(&table, "UPDATE", plan, write.returning, ctl)
-                .await;
-        }
-        if let DfStatement::Statement(s) = write.statement.as_ref()
-            && let ast::Statement::Delete(delete) = s.as_ref()
-            && delete.using.is_some()
-        {
-            let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
-                &delete.from;
-            let Some(ast::TableFactor::Table { name, .. }) = from.first().map(|t| &t.relation)
-            else {
-                return Err(SqlError::NotSupported(
-                    "DELETE of this form is not supported yet".into(),
-                ));
-            };
-            let table = self.table(&ddl::table_name(name)?)?;
-            let query = rewrite::delete_using_query(delete, table.def())?;
-            let statement =
-                DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
-            let plan = self.ctx.state().statement_to_plan(statement).await?;
-            return self
-                .rewrite_by_query(&table, "DELETE", plan, write.returning, ctl)
-                .await;
+            if let Some((command, target)) = by_query {
+                let Some(ast::TableFactor::Table { name, .. }) = target else {
+                    return Err(SqlError::NotSupported(format!(
+                        "{command} of this form is not supported yet"
+                    )));
+                };
+                let table = self.table(&ddl::table_name(name)?)?;
+                let query = match s.as_ref() {
+                    ast::Statement::Update(u) => rewrite::update_from_query(u, table.def())?,
+                    ast::Statement::Delete(d) => rewrite::delete_using_query(d, table.def())?,
+                    _ => unreachable!("matched above"),
+                };
+                let statement =
+                    DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
+                let plan = self.ctx.state().statement_to_plan(statement).await?;
+                return self
+                    .rewrite_by_query(&table, command, plan, write.returning, ctl)
+                    .await;
+            }
         }
         let plan = self.ctx.state().statement_to_plan(*write.statement).await?;
         let LogicalPlan::Dml(dml) = plan else {
