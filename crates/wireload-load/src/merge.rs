@@ -65,14 +65,14 @@ impl InsertMerge {
         }
     }
 
-    /// The merged chunk of every partition.
-    pub(crate) fn finish(self, schema: &SchemaRef) -> Vec<Vec<RecordBatch>> {
-        let st = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+    /// The merged chunk of every partition (once: the builders are taken).
+    pub(crate) fn finish(&self, schema: &SchemaRef) -> Vec<Vec<RecordBatch>> {
+        let mut st = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         assert!(
             st.parked.is_empty(),
             "every task offered its buffers in turn"
         );
-        st.builders
+        std::mem::take(&mut st.builders)
             .into_iter()
             .map(|mut bs| {
                 let arrays: Vec<ArrayRef> = bs.iter_mut().map(ColumnBuilder::finish).collect();

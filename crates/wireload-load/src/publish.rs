@@ -179,7 +179,7 @@ pub struct Appender<'t> {
     pub(crate) indexes: LoadIndexes,
     /// keep where rows came from (a unique index may have to name them)
     pub(crate) track_sites: bool,
-    insert: Mutex<Option<InsertMerge>>,
+    insert: Option<InsertMerge>,
     pending: Mutex<Pending>,
     /// signalled when a unit is handed over or the input ends
     ready: Condvar,
@@ -227,10 +227,8 @@ impl<'t> Appender<'t> {
             schedule: Schedule::Deferred,
             track_sites: indexes.any_unique(),
             indexes,
-            insert: Mutex::new(
-                (merge == MergeStrategy::Insert)
-                    .then(|| InsertMerge::new(&def.schema.columns, partitions)),
-            ),
+            insert: (merge == MergeStrategy::Insert)
+                .then(|| InsertMerge::new(&def.schema.columns, partitions)),
             pending: Mutex::new(Pending::default()),
             ready: Condvar::new(),
             merge_failed: AtomicBool::new(false),
@@ -393,12 +391,7 @@ impl<'t> Appender<'t> {
     /// Hands over unit `n` (numbers are dense from 0, in input order; any thread). The
     /// insert merge takes its buffers now, so they are freed once inserted.
     pub fn accept(&self, n: usize, mut unit: Unit) {
-        if let Some(ins) = self
-            .insert
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
+        if let Some(ins) = &self.insert {
             ins.offer(n, std::mem::take(&mut unit.buffers));
         }
         self.pending
@@ -577,9 +570,8 @@ impl<'t> Appender<'t> {
         let slots = (first_unit * partitions) as u32..(merged.units * partitions) as u32;
         let into = std::mem::take(&mut merged.version.indexes);
         let placed = &merged.placement;
-        let insert = self.insert.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (added, indexes) = rayon::join(
-            || match (self.merge, insert) {
+            || match (self.merge, &self.insert) {
                 (MergeStrategy::Insert, Some(ins)) => ins.finish(&schema),
                 (MergeStrategy::Copy, _) => copy_merge(outputs, partitions, &schema),
                 _ => chunk_merge(outputs, partitions),

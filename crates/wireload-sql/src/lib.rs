@@ -198,6 +198,10 @@ impl std::fmt::Debug for Database {
     }
 }
 
+/// Builds the query that names, by primary key, the rows a write DataFusion does not plan
+/// (UPDATE ... FROM, DELETE ... USING) changes, for its target table's definition.
+type ByQuery<'s> = Box<dyn Fn(&TableDef) -> Result<ast::Query, SqlError> + Send + 's>;
+
 impl Database {
     /// An empty database.
     pub fn new(config: DbConfig) -> Self {
@@ -660,29 +664,32 @@ impl Database {
     async fn write(&self, write: Write, ctl: &LoadControl) -> Result<StatementOutput, SqlError> {
         // forms DataFusion does not plan: a query names the rows by primary key
         if let DfStatement::Statement(s) = write.statement.as_ref() {
-            let by_query: Option<(&str, Option<&ast::TableFactor>)> = match s.as_ref() {
-                ast::Statement::Update(u) if u.from.is_some() => {
-                    Some(("UPDATE", Some(&u.table.relation)))
-                }
+            let by_query: Option<(&str, Option<&ast::TableFactor>, ByQuery<'_>)> = match s.as_ref()
+            {
+                ast::Statement::Update(u) if u.from.is_some() => Some((
+                    "UPDATE",
+                    Some(&u.table.relation),
+                    Box::new(|def| rewrite::update_from_query(u, def)),
+                )),
                 ast::Statement::Delete(d) if d.using.is_some() => {
                     let (ast::FromTable::WithFromKeyword(from)
                     | ast::FromTable::WithoutKeyword(from)) = &d.from;
-                    Some(("DELETE", from.first().map(|t| &t.relation)))
+                    Some((
+                        "DELETE",
+                        from.first().map(|t| &t.relation),
+                        Box::new(|def| rewrite::delete_using_query(d, def)),
+                    ))
                 }
                 _ => None,
             };
-            if let Some((command, target)) = by_query {
+            if let Some((command, target, query_of)) = by_query {
                 let Some(ast::TableFactor::Table { name, .. }) = target else {
                     return Err(SqlError::NotSupported(format!(
                         "{command} of this form is not supported yet"
                     )));
                 };
                 let table = self.table(&ddl::table_name(name)?)?;
-                let query = match s.as_ref() {
-                    ast::Statement::Update(u) => rewrite::update_from_query(u, table.def())?,
-                    ast::Statement::Delete(d) => rewrite::delete_using_query(d, table.def())?,
-                    _ => unreachable!("matched above"),
-                };
+                let query = query_of(table.def())?;
                 let statement =
                     DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
