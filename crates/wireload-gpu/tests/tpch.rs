@@ -172,7 +172,7 @@ fn source(data: &str) -> Source {
 /// The table's rows as one batch.
 fn contents(t: &Table) -> RecordBatch {
     let snap = t.snapshot();
-    let batches: Vec<_> = snap.chunks().cloned().collect();
+    let batches: Vec<_> = snap.live_chunks().unwrap();
     concat_batches(&t.def().arrow_schema, &batches).unwrap()
 }
 

@@ -12,9 +12,18 @@
 //!   among the keys below the parent; the full key is compared at the leaf.
 //! - A `Multi` leaf holds entries with equal keys, in insertion order (left index of a merge
 //!   first): two or more, or a single entry whose segment id does not fit an inline leaf.
-//! - Every inner node has at least two children (there is no delete). [`Node4`] and
-//!   [`Node16`] keep their key bytes sorted; [`Node48`] maps a byte to `slot + 1` (0: none),
-//!   slots `0..n` in use; in [`Node256`] an empty slot is an absent child.
+//! - Every inner node has at least two children. [`Node4`] and [`Node16`] keep their key
+//!   bytes sorted; [`Node48`] maps a byte to `slot + 1` (0: none), slots `0..n` in use; in
+//!   [`Node256`] an empty slot is an absent child.
+//! - Removal (`Art::remove`) keeps all of the above: a leaf holding only the removed entry
+//!   becomes empty and is taken out of its node (`Inner::remove_child`: Node4/16 stay
+//!   sorted, Node48 moves its last slot into the hole); a `Multi` left with one entry
+//!   becomes a plain leaf (`Child::leaf`). A node left with one child is replaced by that
+//!   child: a leaf moves up as it is (lazy expansion allows it), a node takes the path
+//!   through the removed one (`parent prefix + byte + own prefix`) as its prefix. A node
+//!   that drops to few children shrinks to the next smaller type (Node256 at 37, Node48 at
+//!   12, Node16 at 3: below the next type's capacity, so that alternating inserts and
+//!   removals do not resize at every step). The root may become empty or a leaf.
 //! - Nodes are shared between tree versions through [`Arc`]s held by slots ([`slot`]): a node
 //!   is changed only through `Child::node_mut` (copy-on-write), so a clone of a tree never
 //!   sees another clone's changes. A slot is one 64-bit pointer: an inline entry (segment
@@ -92,30 +101,29 @@ impl Art {
         Ok(Art { root, len })
     }
 
+    /// Removes entry `e` (key `keys.key(e)`); false, changing nothing, when the tree does
+    /// not hold it. Copies (when shared) the nodes on the key's path only.
+    pub(crate) fn remove(&mut self, e: EntryRef, keys: &impl KeySource) -> bool {
+        let key = keys.key(e);
+        // read-only first: a miss must not copy the path of a shared tree
+        let held = match leaf_on_path(&self.root, key).map(Child::view) {
+            Some(View::Leaf(x)) => x == e,
+            Some(View::Multi(v)) => v.contains(&e),
+            _ => false,
+        };
+        if held {
+            remove_entry(&mut self.root, e, key, 0);
+            self.len -= 1;
+        }
+        held
+    }
+
     /// Appends the entries whose key equals `key` to `out`.
     pub(crate) fn get(&self, key: &[u8], keys: &impl KeySource, out: &mut Vec<EntryRef>) {
-        let mut c = &self.root;
-        let mut depth = 0;
-        loop {
-            match c.view() {
-                View::Empty => return,
-                View::Leaf(e) => {
-                    if keys.key(e) == key {
-                        out.push(e);
-                    }
-                    return;
-                }
-                View::Multi(v) => {
-                    if keys.key(v[0]) == key {
-                        out.extend_from_slice(v);
-                    }
-                    return;
-                }
-                View::N4(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
-                View::N16(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
-                View::N48(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
-                View::N256(n) => c = some_or_return!(child_on_path(n, key, &mut depth)),
-            }
+        if let Some(leaf) = leaf_on_path(&self.root, key)
+            && keys.key(leaf.first_entry()) == key
+        {
+            leaf.push_entries(out);
         }
     }
 
@@ -145,16 +153,23 @@ impl Art {
     }
 }
 
-/// The value of an `Option`, or return from the function.
-macro_rules! some_or_return {
-    ($e:expr) => {
-        match $e {
-            Some(x) => x,
-            None => return,
-        }
-    };
+/// The leaf (Leaf or Multi) below `root` on the path of `key`, the only one that can hold
+/// `key`'s entries (its own key may differ: lazy expansion), or None.
+#[inline(always)]
+fn leaf_on_path<'a>(root: &'a Child, key: &[u8]) -> Option<&'a Child> {
+    let mut c = root;
+    let mut depth = 0;
+    loop {
+        c = match c.view() {
+            View::Empty => return None,
+            View::Leaf(_) | View::Multi(_) => return Some(c),
+            View::N4(n) => child_on_path(n, key, &mut depth)?,
+            View::N16(n) => child_on_path(n, key, &mut depth)?,
+            View::N48(n) => child_on_path(n, key, &mut depth)?,
+            View::N256(n) => child_on_path(n, key, &mut depth)?,
+        };
+    }
 }
-use some_or_return;
 
 /// The child of `n` on the path of `key`, reached after `depth` bytes (moved past the
 /// child's byte), or None when no key below `n` can equal `key`.
@@ -675,6 +690,11 @@ trait Inner: Clone {
     /// The slot for byte `b`, added (empty, counted) when absent; the caller fills it.
     /// The node must not be [`Inner::full_without`] `b`.
     fn slot_for(&mut self, b: u8) -> &mut Child;
+    /// The child for byte `b`, to change.
+    fn find_mut(&mut self, b: u8) -> Option<&mut Child>;
+    /// Takes the child for byte `b`, which must be there (it may have been emptied in place
+    /// since), out of the node (one child fewer), keeping the node type's layout invariant.
+    fn remove_child(&mut self, b: u8) -> Child;
     /// Calls `f` for each child in byte order.
     fn each<'a>(&'a self, f: impl FnMut(u8, &'a Child));
     /// Calls `f` for each child slot that holds a child, in any order.
@@ -789,6 +809,18 @@ impl<const N: usize> Inner for NodeN<N> {
         self.n += 1;
         &mut self.children[at]
     }
+    fn find_mut(&mut self, b: u8) -> Option<&mut Child> {
+        self.position(b).map(|i| &mut self.children[i])
+    }
+    fn remove_child(&mut self, b: u8) -> Child {
+        let i = self.position(b).expect("removing a child the node has");
+        let n = self.n as usize;
+        // close the gap: the keys stay sorted, the taken child ends up past the used ones
+        self.keys.copy_within(i + 1..n, i);
+        self.children[i..n].rotate_left(1);
+        self.n -= 1;
+        mem::take(&mut self.children[n - 1])
+    }
     fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
         let n = self.n as usize;
         for (&b, c) in self.keys[..n].iter().zip(&self.children[..n]) {
@@ -873,6 +905,30 @@ impl Inner for Node48 {
         }
         &mut self.children[i - 1]
     }
+    fn find_mut(&mut self, b: u8) -> Option<&mut Child> {
+        match self.index[b as usize] {
+            0 => None,
+            i => Some(&mut self.children[i as usize - 1]),
+        }
+    }
+    fn remove_child(&mut self, b: u8) -> Child {
+        let i = self.index[b as usize] as usize;
+        assert_ne!(i, 0, "removing a child the node has");
+        self.index[b as usize] = 0;
+        // slots 0..n stay dense: the last slot's child moves into the hole
+        let last = self.n as usize;
+        if i != last {
+            self.children.swap(i - 1, last - 1);
+            let moved = self
+                .index
+                .iter()
+                .position(|&x| x as usize == last)
+                .expect("every used slot has a byte");
+            self.index[moved] = i as u8;
+        }
+        self.n -= 1;
+        mem::take(&mut self.children[last - 1])
+    }
     fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
         for (b, &i) in self.index.iter().enumerate() {
             if i != 0 {
@@ -955,6 +1011,15 @@ impl Inner for Node256 {
         let c = &mut self.children[b as usize];
         self.n += c.is_empty() as u16;
         c
+    }
+    fn find_mut(&mut self, b: u8) -> Option<&mut Child> {
+        let c = &mut self.children[b as usize];
+        (!c.is_empty()).then_some(c)
+    }
+    fn remove_child(&mut self, b: u8) -> Child {
+        // no check possible: the caller may have emptied the child in place already
+        self.n -= 1;
+        mem::take(&mut self.children[b as usize])
     }
     fn each<'a>(&'a self, mut f: impl FnMut(u8, &'a Child)) {
         for (b, c) in self.children.iter().enumerate() {
@@ -1049,18 +1114,41 @@ impl Child {
         if need <= self.capacity() {
             return;
         }
+        self.resize(need);
+    }
+
+    /// Shrinks a node that removals left with few children to the next smaller type (at
+    /// a count below that type's capacity: no resize at every step of alternating inserts
+    /// and removals).
+    fn shrink(&mut self) {
+        let at = match self.kind() {
+            Kind::N16 => 3,
+            Kind::N48 => 12,
+            Kind::N256 => 37,
+            _ => return,
+        };
+        let count = self.count();
+        if count <= at {
+            self.resize(count);
+        }
+    }
+
+    /// Replaces a node by one of the smallest type that holds `need` (≥ its count)
+    /// children, its children moved over.
+    fn resize(&mut self, need: usize) {
         let prefix = on_node_mut!(self, n => mem::take(n.prefix_mut()), _ => unreachable!());
-        let mut grown = match need {
-            ..=16 => Child::from_arc(Arc::new(Node16::empty(prefix))),
+        let mut resized = match need {
+            ..=4 => Child::from_arc(Arc::new(Node4::empty(prefix))),
+            5..=16 => Child::from_arc(Arc::new(Node16::empty(prefix))),
             17..=48 => Child::from_arc(Arc::new(Node48::empty(prefix))),
             _ => Child::from_arc(Arc::new(Node256::empty(prefix))),
         };
         on_node_mut!(
             self,
-            n => n.each_mut(|b, c| *grown.slot_for(b) = mem::take(c)),
+            n => n.each_mut(|b, c| *resized.slot_for(b) = mem::take(c)),
             _ => unreachable!()
         );
-        *self = grown;
+        *self = resized;
     }
 
     /// Replaces a full node by one of the next size.
@@ -1248,6 +1336,80 @@ fn split_prefix(slot: &mut Child, m: usize, leaf: Child, key: &[u8], depth: usiz
     let mut old = mem::take(slot);
     old.set_prefix(&tail);
     *slot = Child::from_arc(Arc::new(Node4::two(head, pb, old, kb, leaf)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Removal
+
+/// Removes `e` from the subtree in `slot`, which starts after `depth` key bytes and holds
+/// `e` on the path of `key` (the caller checked): copies shared nodes on that path only.
+fn remove_entry(slot: &mut Child, e: EntryRef, key: &[u8], depth: usize) {
+    match slot.kind() {
+        Kind::Empty => unreachable!("removing an entry the tree does not hold"),
+        Kind::Leaf => {
+            debug_assert_eq!(slot.first_entry(), e);
+            *slot = Child::EMPTY;
+        }
+        Kind::Multi => {
+            let v: &Vec<EntryRef> = slot.node();
+            match v.len() {
+                // a lone entry of a segment too big for an inline leaf
+                1 => *slot = Child::EMPTY,
+                // the other entry as a leaf: no copy of a shared list
+                2 => *slot = Child::leaf(if v[0] == e { v[1] } else { v[0] }),
+                _ => {
+                    let v = slot.node_mut::<Vec<EntryRef>>();
+                    let i = v.iter().position(|&x| x == e).expect("entry in its leaf");
+                    // `remove`, not `swap_remove`: equal keys keep their insertion order
+                    v.remove(i);
+                }
+            }
+        }
+        _ => {
+            let at = depth + slot.prefix().len();
+            let b = key_byte(key, at);
+            let emptied = on_node_mut!(slot, n => {
+                let c = n.find_mut(b).expect("child on the entry's path");
+                remove_entry(c, e, key, at + 1);
+                c.is_empty()
+            }, _ => unreachable!());
+            if emptied {
+                slot.remove_child(b);
+            }
+        }
+    }
+}
+
+impl Child {
+    /// Takes the (emptied) child for byte `b` out of a node; a node left with one child is
+    /// replaced by it, one left with few shrinks.
+    fn remove_child(&mut self, b: u8) {
+        on_node_mut!(self, n => drop(n.remove_child(b)), _ => unreachable!());
+        if self.count() == 1 {
+            self.collapse();
+        } else {
+            self.shrink();
+        }
+    }
+
+    /// Replaces a node that has one child by that child (every inner node has two or
+    /// more). A leaf moves up as it is: lazy expansion compares the whole key at a leaf.
+    /// A node gets the path it was reached through from here as its prefix, in front of
+    /// its own.
+    fn collapse(&mut self) {
+        let mut byte = 0;
+        on_node!(self, n => n.each(|b, _| byte = b), _ => unreachable!());
+        let mut child = on_node_mut!(self, n => n.remove_child(byte), _ => unreachable!());
+        if child.is_node() {
+            let (p, q) = (self.prefix(), child.prefix());
+            let mut path = Vec::with_capacity(p.len() + 1 + q.len());
+            path.extend_from_slice(p);
+            path.push(byte);
+            path.extend_from_slice(q);
+            child.set_prefix(&path);
+        }
+        *self = child;
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1789,6 +1951,243 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The leaf of byte `b` in the node tests below.
+    fn leaf_of(b: u8) -> Child {
+        Child::leaf(EntryRef::new(0, b as u32))
+    }
+
+    /// Fills a node with leaves for `bytes`, then removes them in `order`, checking after
+    /// each removal the children left (in byte order, each the right leaf) and the count.
+    fn check_remove_child<T: Inner>(mut node: T, bytes: &[u8], order: &[u8]) {
+        for &b in bytes {
+            *node.slot_for(b) = leaf_of(b);
+        }
+        let mut left: Vec<u8> = bytes.to_vec();
+        left.sort_unstable();
+        for &b in order {
+            let c = node.remove_child(b);
+            assert_eq!(c.first_entry(), EntryRef::new(0, b as u32));
+            left.retain(|&x| x != b);
+            assert!(node.find(b).is_none() && node.find_mut(b).is_none());
+            assert_eq!(node.count(), left.len());
+            let mut seen = Vec::new();
+            node.each(|x, c| {
+                assert_eq!(c.first_entry(), EntryRef::new(0, x as u32));
+                seen.push(x);
+            });
+            assert_eq!(seen, left);
+            let mut seen_mut = Vec::new();
+            node.each_mut(|x, c| {
+                assert_eq!(c.first_entry(), EntryRef::new(0, x as u32));
+                seen_mut.push(x);
+            });
+            seen_mut.sort_unstable();
+            assert_eq!(seen_mut, left);
+            for &x in &left {
+                assert_eq!(
+                    node.find(x).unwrap().first_entry(),
+                    EntryRef::new(0, x as u32)
+                );
+            }
+            // a removed byte can be added again without growing
+            assert!(!node.full_without(b));
+        }
+    }
+
+    /// `remove_child` of every node type keeps its layout: Node4/16 sorted, Node48 slots
+    /// dense (the last slot moved into the hole), Node256 counted.
+    #[test]
+    fn node_remove_child() {
+        let spread = |n: usize| -> Vec<u8> { (0..n).map(|i| (i * 37 % 256) as u8).collect() };
+        for order in [
+            |v: &[u8]| v.to_vec(),
+            |v: &[u8]| v.iter().rev().copied().collect(),
+            |v: &[u8]| {
+                v.iter()
+                    .step_by(2)
+                    .chain(v.iter().skip(1).step_by(2))
+                    .copied()
+                    .collect()
+            },
+        ] {
+            let (b4, b16, b48, b256) = (spread(4), spread(16), spread(48), spread(256));
+            check_remove_child(Node4::empty(Prefix::default()), &b4, &order(&b4));
+            check_remove_child(Node16::empty(Prefix::default()), &b16, &order(&b16));
+            check_remove_child(Node48::empty(Prefix::default()), &b48, &order(&b48));
+            check_remove_child(Node256::empty(Prefix::default()), &b256, &order(&b256));
+        }
+        // Node48: the index maps exactly the slots 0..n
+        let mut n = Node48::empty(Prefix::default());
+        for b in 0..48u8 {
+            *n.slot_for(b * 5) = leaf_of(b * 5);
+        }
+        for b in [0u8, 235, 100, 5] {
+            n.remove_child(b);
+            let mut used: Vec<u8> = n.index.iter().copied().filter(|&i| i != 0).collect();
+            used.sort_unstable();
+            assert_eq!(used, (1..=n.n).collect::<Vec<_>>());
+            assert!(n.children[n.n as usize..].iter().all(Child::is_empty));
+        }
+    }
+
+    /// Keys for the tree tests: the key of position `i` is `self.0[i]`.
+    struct Vecs(Vec<Vec<u8>>);
+    impl KeySource for Vecs {
+        fn key(&self, e: EntryRef) -> &[u8] {
+            &self.0[e.pos() as usize]
+        }
+    }
+
+    /// Every entry of `t` in key order, and each found by its key.
+    fn check_tree(t: &Art, keys: &Vecs, want: &[u32]) {
+        let mut out = Vec::new();
+        t.range(Bound::Unbounded, Bound::Unbounded, keys, &mut out);
+        let got: Vec<u32> = out.iter().map(|e| e.pos()).collect();
+        assert_eq!(got, want);
+        assert_eq!(t.len(), want.len());
+        for &i in want {
+            out.clear();
+            t.get(&keys.0[i as usize], keys, &mut out);
+            assert_eq!(out, vec![EntryRef::new(0, i)]);
+        }
+    }
+
+    /// A Node256 root shrinks through every type as its children are removed, and ends as
+    /// a leaf, then empty; a clone taken before keeps its Node256.
+    #[test]
+    fn remove_shrinks_and_collapses() {
+        let keys = Vecs((0..=255u8).map(|b| vec![7, 7, 7, b]).collect());
+        let mut t = Art::new();
+        for i in 0..256 {
+            t.insert(EntryRef::new(0, i), &keys, true).unwrap();
+        }
+        assert_eq!(t.root.kind(), Kind::N256);
+        let before = t.clone();
+        // a miss copies nothing
+        let bits = t.root.bits();
+        assert!(!t.remove(EntryRef::new(1 << 30, 3), &Vecs(vec![vec![7, 7, 7, 3]; 4])));
+        assert_eq!(t.root.bits(), bits);
+        let mut want: Vec<u32> = (0..256).collect();
+        for i in (0..256u32).rev() {
+            assert!(t.remove(EntryRef::new(0, i), &keys));
+            assert!(!t.remove(EntryRef::new(0, i), &keys));
+            want.pop();
+            let kind = match want.len() {
+                0 => Kind::Empty,
+                1 => Kind::Leaf,
+                2..=3 => Kind::N4,
+                4..=12 => Kind::N16,
+                13..=37 => Kind::N48,
+                _ => Kind::N256,
+            };
+            assert_eq!(t.root.kind(), kind, "{} left", want.len());
+            if kind != Kind::Empty && kind != Kind::Leaf {
+                assert_eq!(t.root.prefix(), &[7, 7, 7]);
+            }
+            check_tree(&t, &keys, &want);
+        }
+        assert_eq!(before.root.kind(), Kind::N256);
+        check_tree(&before, &keys, &(0..256).collect::<Vec<_>>());
+        // the emptied tree takes entries again
+        t.insert(EntryRef::new(0, 9), &keys, true).unwrap();
+        check_tree(&t, &keys, &[9]);
+    }
+
+    /// A node left with one node child is replaced by it, the paths joined into a prefix
+    /// longer than the inline limit; inserts then split that prefix anywhere.
+    #[test]
+    fn collapse_joins_long_prefixes() {
+        let a = [0xAAu8; 30];
+        let b = [0xBBu8; 25];
+        let key = |mid: u8, tail: &[u8]| [&a[..], &[mid], &b[..], tail].concat();
+        let keys = Vecs(vec![
+            key(1, &[1, 0]),
+            key(1, &[2, 0]),
+            key(1, &[3, 0]),
+            key(2, &[1, 0]),
+            // keys that split the joined prefix: in the a part, at the middle byte, at the
+            // first byte of the b part, inside the b part
+            [&a[..10], &[0]].concat(),
+            [&a[..], &[3, 0]].concat(),
+            [&a[..], &[1, 0]].concat(),
+            [&key(1, &[])[..40], &[0]].concat(),
+        ]);
+        let mut t = Art::new();
+        for i in 0..4 {
+            t.insert(EntryRef::new(0, i), &keys, true).unwrap();
+        }
+        // root: prefix a, children 1 (a node with prefix b) and 2 (a leaf)
+        assert_eq!(t.root.prefix(), &a);
+        let shared = t.clone();
+        assert!(t.remove(EntryRef::new(0, 3), &keys));
+        assert_eq!(t.root.kind(), Kind::N4);
+        assert_eq!(t.root.prefix(), &key(1, &[])[..]);
+        assert!(t.root.prefix().len() > Prefix::INLINE);
+        check_tree(&t, &keys, &[0, 1, 2]);
+        check_tree(&shared, &keys, &[0, 1, 2, 3]);
+        assert_eq!(shared.root.prefix(), &a);
+        for i in 4..8 {
+            let mut u = t.clone();
+            u.insert(EntryRef::new(0, i), &keys, true).unwrap();
+            let mut want = vec![0, 1, 2, i];
+            want.sort_by_key(|&j| keys.0[j as usize].clone());
+            check_tree(&u, &keys, &want);
+            // removing it again leaves the joined prefix as it was
+            assert!(u.remove(EntryRef::new(0, i), &keys));
+            assert_eq!(u.root.prefix(), &key(1, &[])[..]);
+            check_tree(&u, &keys, &[0, 1, 2]);
+        }
+        // down to one entry: the leaf moves up to the root
+        assert!(t.remove(EntryRef::new(0, 0), &keys));
+        assert!(t.remove(EntryRef::new(0, 2), &keys));
+        assert_eq!(t.root.kind(), Kind::Leaf);
+        check_tree(&t, &keys, &[1]);
+    }
+
+    /// Multi leaves: removal keeps the insertion order, two entries become one leaf, and a
+    /// lone entry of a big segment id stays a one-entry Multi.
+    #[test]
+    fn remove_from_multi() {
+        let keys = Vecs(vec![vec![1, 2, 3, 4], vec![1, 2, 3, 5]]);
+        let big = EntryRef::new(1 << 31, 0);
+        let es = [
+            EntryRef::new(0, 0),
+            big,
+            EntryRef::new(5, 0),
+            EntryRef::new(6, 0),
+        ];
+        let mut t = Art::new();
+        for e in es {
+            t.insert(e, &keys, false).unwrap();
+        }
+        t.insert(EntryRef::new(0, 1), &keys, false).unwrap();
+        let get = |t: &Art| {
+            let mut out = Vec::new();
+            t.get(&keys.0[0], &keys, &mut out);
+            out
+        };
+        let shared = t.clone();
+        assert!(t.remove(es[2], &keys));
+        assert_eq!(get(&t), vec![es[0], big, es[3]]);
+        assert!(t.remove(es[0], &keys));
+        assert_eq!(get(&t), vec![big, es[3]]);
+        assert!(t.remove(es[3], &keys));
+        assert_eq!(get(&t), vec![big]);
+        assert!(!t.remove(es[3], &keys));
+        assert_eq!(get(&shared), es.to_vec());
+        assert_eq!(t.len(), 2);
+        assert!(t.remove(big, &keys));
+        assert_eq!(t.root.kind(), Kind::Leaf);
+        assert!(get(&t).is_empty());
+        // and the other way: a Multi of two that are left as an inline leaf
+        let mut u = shared.clone();
+        for e in [es[0], big, es[2]] {
+            assert!(u.remove(e, &keys));
+        }
+        assert_eq!(get(&u), vec![es[3]]);
+        assert_eq!(get(&shared), es.to_vec());
     }
 
     #[test]

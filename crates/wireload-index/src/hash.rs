@@ -40,6 +40,15 @@
 //! An entry costs 16 bytes (hash, link) and a bucket 8; [`buckets_for`] gives about one
 //! bucket a key.
 //!
+//! # Removal
+//!
+//! [`ChainedHash::remove`] unlinks an entry from its chain (its predecessor's link, or the
+//! bucket's head, takes the entry's next) and marks the entry's own slot [`DEAD`]; the slot
+//! stays, as do the segment's keys. Both writes are copy-on-write, so a removal from a table
+//! that shares its parts copies the directory or the predecessor's segment slots, and the
+//! entry's segment slots. `len` counts live entries; every pass over slots by position
+//! (listing, duplicate probes, reinsertion) skips dead ones.
+//!
 //! Links are `AtomicU64` only so that those disjoint parallel writes are safe Rust: every
 //! access is `Relaxed` (a plain load or store), and rayon's joins order the passes.
 //!
@@ -54,8 +63,13 @@ use rayon::prelude::*;
 use crate::{Duplicate, EntryRef, KeySource, SegmentTable};
 
 /// Link value that ends a chain (an empty bucket). No entry has these bits: segment ids stay
-/// below `u32::MAX`.
+/// below `u32::MAX` (reserved, [`ChainedHash::insert_segment`] asserts it).
 const NIL: u64 = u64::MAX;
+/// Link value of the slot of a removed entry, which is on no chain. No entry has these bits
+/// (segment id `u32::MAX` again). Every pass that goes over slots by position rather than
+/// along chains skips such slots; a chain walk never meets one. `DEAD` and `NIL` are the
+/// two largest values, so a link `l` leads to an entry exactly when `l < DEAD`.
+const DEAD: u64 = u64::MAX - 1;
 /// Fewest buckets [`buckets_for`] gives.
 const MIN_BUCKETS: usize = 1024;
 /// Entries per bucket above which a merge rebuilds into a bigger directory.
@@ -137,7 +151,8 @@ fn key_at<const N: usize>(bytes: &[u8], i: usize) -> &[u8] {
     &bytes[i * N..i * N + N]
 }
 
-/// A chain head or link: entry bits ([`EntryRef::to_bits`]) or [`NIL`].
+/// A chain head or link: entry bits ([`EntryRef::to_bits`]) or [`NIL`]; the link of a
+/// removed entry's slot: [`DEAD`].
 #[derive(Debug)]
 struct Link(AtomicU64);
 
@@ -329,8 +344,10 @@ impl ChainedHash {
             // a walk down the chain from every entry that has a next, noted without branches
             let mut nw = 0;
             for (i, s) in block.iter().enumerate() {
-                walks[nw] = (i as u32, s.next.get());
-                nw += (s.next.get() != NIL) as usize;
+                let n = s.next.get();
+                walks[nw] = (i as u32, n);
+                // not NIL, not DEAD (a new segment has no dead slot; a DEAD link leads nowhere)
+                nw += (n < DEAD) as usize;
             }
             // one link of every walk at a time: each iteration loads one entry and does not
             // branch on it, so that the cache misses overlap
@@ -378,7 +395,7 @@ impl ChainedHash {
         }
     }
 
-    /// Takes over `other`'s segments (which hold no entries).
+    /// Takes over `other`'s segments (which hold no live entries).
     fn absorb_segments(mut self, other: Segs) -> Self {
         self.segs = union_segs(self.segs, other);
         self
@@ -588,9 +605,64 @@ impl ChainedHash {
         out.reserve(self.len);
         for (id, s) in self.segs.iter().enumerate() {
             if let Some(s) = s {
-                out.extend((0..s.len() as u32).map(|pos| EntryRef::new(id as u32, pos)));
+                out.extend(
+                    s.iter()
+                        .enumerate()
+                        .filter(|(_, slot)| slot.next.get() != DEAD)
+                        .map(|(pos, _)| EntryRef::new(id as u32, pos as u32)),
+                );
             }
         }
+    }
+
+    /// Removes entry `e`: unlinks it from its chain and marks its slot [`DEAD`]. False,
+    /// changing nothing, when the table does not hold it. Copy-on-write: writes the
+    /// directory (when `e` heads its chain) or its predecessor's segment slots, and `e`'s
+    /// segment slots, copying whichever another table shares.
+    pub(crate) fn remove(&mut self, e: EntryRef) -> bool {
+        let bits = e.to_bits();
+        let Some(s) = self
+            .segs
+            .get(e.segment() as usize)
+            .and_then(Option::as_deref)
+        else {
+            return false;
+        };
+        let Some(me) = s.get(e.pos() as usize) else {
+            return false;
+        };
+        let next = me.next.get();
+        if next == DEAD {
+            return false;
+        }
+        // the entry's chain is the bucket of the hash its slot keeps: no key to read
+        let b = bucket(me.hash, self.dir.len());
+        let mut prev = NIL;
+        let mut c = self.dir[b].get();
+        while c != bits {
+            if c == NIL {
+                // cannot happen (every live slot is on its chain): a miss, not a panic
+                return false;
+            }
+            prev = c;
+            c = slot(&self.segs, c).next.get();
+        }
+        if prev == NIL {
+            own(&mut self.dir)[b].set(next);
+        } else {
+            self.slot_mut(prev).next.set(next);
+        }
+        self.slot_mut(bits).next.set(DEAD);
+        self.len -= 1;
+        true
+    }
+
+    /// The slot of entry `e` (bits), to change: its segment's slots copied first when shared.
+    fn slot_mut(&mut self, e: u64) -> &mut Slot {
+        let s = self.segs[(e >> 32) as usize]
+            .as_mut()
+            .expect("entry of a known segment");
+        &mut own(s)[e as u32 as usize]
     }
 
     /// Number of entries.
@@ -673,6 +745,10 @@ fn check_entries(
                 .with_min_len(ENTRY_TASK)
                 .enumerate()
                 .try_for_each(|(pos, p)| {
+                    if p.next.get() == DEAD {
+                        // a removed entry: not a key of `probe` any more
+                        return Ok(());
+                    }
                     let e = base | pos as u64;
                     let mut c = table.dir[bucket(p.hash, buckets)].get();
                     while c != NIL {
@@ -693,8 +769,8 @@ fn check_entries(
         })
 }
 
-/// Inserts every entry of `segs` (slots owned by the caller) at its chain's head in `dir`,
-/// in parallel.
+/// Inserts every live entry of `segs` (slots owned by the caller) at its chain's head in
+/// `dir`, in parallel; dead slots stay [`DEAD`], on no chain.
 fn insert_all(dir: &mut [Link], segs: &Segs) {
     let dir: &[Link] = dir;
     let buckets = dir.len();
@@ -706,6 +782,9 @@ fn insert_all(dir: &mut [Link], segs: &Segs) {
             .with_min_len(ENTRY_TASK)
             .enumerate()
             .for_each(|(pos, s)| {
+                if s.next.get() == DEAD {
+                    return;
+                }
                 let old = dir[bucket(s.hash, buckets)]
                     .0
                     .swap(base | pos as u64, Relaxed);
@@ -743,6 +822,105 @@ mod tests {
                 "{n} in {buckets}: {longest}"
             );
         }
+    }
+
+    /// Whether `a` and `b` share their directory, and which segments' slots.
+    fn sharing(a: &ChainedHash, b: &ChainedHash) -> (bool, Vec<bool>) {
+        let segs = a
+            .segs
+            .iter()
+            .zip(&b.segs)
+            .map(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                _ => false,
+            })
+            .collect();
+        (Arc::ptr_eq(&a.dir, &b.dir), segs)
+    }
+
+    /// Every key of `segments` but the `removed` entries' is found, and `entries` lists
+    /// exactly the live ones.
+    fn check_live(
+        t: &ChainedHash,
+        segments: &SegmentTable,
+        all: &[EntryRef],
+        removed: &[EntryRef],
+    ) {
+        let mut out = Vec::new();
+        for &e in all {
+            out.clear();
+            t.get(segments.key(e), segments, &mut out);
+            assert_eq!(out.contains(&e), !removed.contains(&e), "{e:?}");
+        }
+        out.clear();
+        t.entries(&mut out);
+        let live: Vec<EntryRef> = all
+            .iter()
+            .filter(|e| !removed.contains(e))
+            .copied()
+            .collect();
+        assert_eq!(out, live);
+        assert_eq!(t.len(), live.len());
+    }
+
+    /// A removal writes copy-on-write exactly what it changes: a chain head's removal the
+    /// directory and the entry's segment, another's the predecessor's segment and the
+    /// entry's; a miss nothing. The clone taken before answers as before.
+    #[test]
+    fn remove_copies_what_it_writes() {
+        let mut segments = SegmentTable::default();
+        for id in 0..2u32 {
+            let bytes = (0..6u32).flat_map(|i| (i * 2 + id).to_be_bytes()).collect();
+            segments.insert(id, crate::Segment::new(crate::Keys::fixed(4, bytes)));
+        }
+        let all: Vec<EntryRef> = (0..2)
+            .flat_map(|s| (0..6).map(move |p| EntryRef::new(s, p)))
+            .collect();
+        // one bucket: one chain of all twelve entries, segment 1's first
+        let mut t = ChainedHash::new(1);
+        t.insert_segment(0, &segments, true).unwrap();
+        t.insert_segment(1, &segments, true).unwrap();
+        let before = t.clone();
+        let head = EntryRef::from_bits(t.dir[0].get());
+        assert_eq!(head, EntryRef::new(1, 5));
+        // misses: unknown segment, position past the end
+        for e in [
+            EntryRef::new(7, 0),
+            EntryRef::new(0, 6),
+            EntryRef::new(u32::MAX, 1),
+        ] {
+            assert!(!t.remove(e));
+        }
+        assert_eq!(sharing(&t, &before), (true, vec![true, true]));
+        // the head: directory and segment 1 copied
+        assert!(t.remove(head));
+        assert_eq!(sharing(&t, &before), (false, vec![true, false]));
+        assert!(!t.remove(head), "removed twice");
+        check_live(&before, &segments, &all, &[]);
+        check_live(&t, &segments, &all, &[head]);
+        // segment 0's last entry follows segment 1's position 0: a predecessor in segment 1
+        let mut u = before.clone();
+        assert!(u.remove(EntryRef::new(0, 5)));
+        assert_eq!(sharing(&u, &before), (true, vec![false, false]));
+        check_live(&u, &segments, &all, &[EntryRef::new(0, 5)]);
+        // owned now: further removals copy nothing more
+        let dir = Arc::as_ptr(&t.dir);
+        for e in [
+            EntryRef::new(0, 0),
+            EntryRef::new(1, 4),
+            EntryRef::new(0, 3),
+        ] {
+            assert!(t.remove(e));
+        }
+        assert_eq!(Arc::as_ptr(&t.dir), dir);
+        let removed = [
+            head,
+            EntryRef::new(0, 0),
+            EntryRef::new(1, 4),
+            EntryRef::new(0, 3),
+        ];
+        check_live(&t, &segments, &all, &removed);
+        check_live(&before, &segments, &all, &[]);
     }
 
     /// Strings that differ only in their last bytes, or only in length, hash apart.

@@ -12,8 +12,9 @@
 //! ([`RowId`] of its first row) once the merge has placed the buffers in chunks.
 //!
 //! Indexes are persistent values: merging into an index that a published table version
-//! still holds copies only what the merge changes (nodes on merged paths, the bucket
-//! directory); the older version keeps seeing its own index.
+//! still holds, or removing entries from it ([`Index::remove`]), copies only what the
+//! change writes (nodes on merged or removed paths, the bucket directory, slots of touched
+//! segments); the older version keeps seeing its own index.
 #![deny(missing_docs)]
 
 mod art;
@@ -214,6 +215,31 @@ impl Index {
             segments,
             structure,
         })
+    }
+
+    /// Removes entry `e` (its key is the one its segment holds); false when the index does
+    /// not hold it. `len()` decreases by one on success.
+    ///
+    /// Used by DELETE and key-changing UPDATE: the entry leaves the structure in place, so a
+    /// later entry with an equal key is no duplicate of it. The segment and its keys stay
+    /// (the key of a removed entry can still be read). Copy-on-write like a merge: a clone
+    /// taken before still holds `e`. ART copies the nodes on the key's path (when shared);
+    /// a hash index copies the directory or the slots of `e`'s chain predecessor's segment,
+    /// and the slots of `e`'s segment (when shared; see the module docs). A miss copies
+    /// nothing.
+    pub fn remove(&mut self, e: EntryRef) -> bool {
+        // an entry of an unknown segment, or past its end, has no key to look up
+        let known = self
+            .segments
+            .get(e.segment())
+            .is_some_and(|s| (e.pos() as usize) < s.keys().len());
+        if !known {
+            return false;
+        }
+        match &mut self.structure {
+            Structure::Art(t) => t.remove(e, &self.segments),
+            Structure::Hash(t) => t.remove(e),
+        }
     }
 
     /// The structure.

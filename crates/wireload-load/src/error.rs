@@ -184,6 +184,9 @@ pub enum LoadError {
     /// The load was cancelled.
     #[error("load cancelled")]
     Cancelled,
+    /// A broken invariant of wireload (a bug), not of the input.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// What is wrong with a value of a binary source or a statement's rows.

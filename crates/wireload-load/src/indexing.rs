@@ -294,25 +294,35 @@ pub(crate) fn create_index(table: &Table, index: IndexDef) -> Result<usize, Load
                 index.name
             )));
         }
-        let new = build_over(def, &base, index.clone())?;
+        let next = if base.deleted_rows() == 0 {
+            base.with_index(build_over(def, &base, index.clone())?)
+        } else {
+            // an index holds live rows only: the deleted ones are dropped first, and the
+            // other indexes built again over the rows' new places
+            let empty = TableIndex::empty(index.clone());
+            rebuild_indexes(def, base.with_index(empty))?
+        };
         let guard = table.begin_write();
         if guard.base().number != base.number {
             base = Arc::clone(guard.base());
             continue;
         }
-        let keys = new.index.len();
-        let next = base.with_index(new);
+        let keys = next.indexes.last().expect("the new index").index.len();
         guard.publish(next);
         return Ok(keys);
     }
 }
 
-/// `version` with each of its indexes built anew over its rows (for writes that replace
-/// chunks); fails when a unique key is duplicated or NULL.
+/// `version` without its deleted rows and with each of its indexes built anew over its
+/// rows; fails when a unique key is duplicated or NULL.
 pub(crate) fn rebuild_indexes(
     def: &TableDef,
     mut version: TableVersion,
 ) -> Result<TableVersion, LoadError> {
+    for p in &mut version.partitions {
+        p.compact()
+            .map_err(|e| LoadError::Internal(e.to_string()))?;
+    }
     let defs: Vec<IndexDef> = version.indexes.iter().map(|i| (*i.def).clone()).collect();
     let mut indexes = Vec::with_capacity(defs.len());
     for index in defs {

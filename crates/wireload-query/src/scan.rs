@@ -17,8 +17,8 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::UInt32Array;
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::array::{BooleanArray, UInt32Array};
+use arrow::compute::{concat_batches, filter_record_batch, take_record_batch};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::stats::Precision;
@@ -35,7 +35,7 @@ use datafusion::physical_plan::{
     PhysicalExpr, PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
     StatisticsArgs,
 };
-use wireload_storage::{RowId, TableDef, TableVersion};
+use wireload_storage::{Deletions, RowId, TableDef, TableVersion};
 
 use crate::index::IndexAccess;
 
@@ -45,6 +45,41 @@ struct Piece {
     chunk: usize,
     offset: usize,
     len: usize,
+    /// rows of the range not deleted
+    live: usize,
+}
+
+/// A chunk of the snapshot and its deletions (rows skipped when read).
+#[derive(Debug, Clone)]
+struct ScanChunk {
+    batch: RecordBatch,
+    deleted: Option<Arc<Deletions>>,
+}
+
+impl ScanChunk {
+    /// Live rows among rows `offset..offset + len`.
+    fn live_in(&self, offset: usize, len: usize) -> usize {
+        match &self.deleted {
+            None => len,
+            Some(d) => d.live().slice(offset, len).count_set_bits(),
+        }
+    }
+
+    /// Rows `offset..offset + len`, projected, without the deleted ones.
+    fn read(&self, offset: usize, len: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
+        let batch = self.batch.slice(offset, len);
+        let batch = match projection {
+            Some(cols) => batch.project(cols)?,
+            None => batch,
+        };
+        Ok(match &self.deleted {
+            None => batch,
+            Some(d) => filter_record_batch(
+                &batch,
+                &BooleanArray::new(d.live().slice(offset, len), None),
+            )?,
+        })
+    }
 }
 
 /// An index lookup planned for a scan, run once when the scan first executes.
@@ -64,7 +99,7 @@ struct IndexProbe {
 pub struct SnapshotScanExec {
     def: Arc<TableDef>,
     version: Arc<TableVersion>,
-    chunks: Vec<RecordBatch>,
+    chunks: Arc<Vec<ScanChunk>>,
     projection: Option<Vec<usize>>,
     schema: SchemaRef,
     partitions: Arc<Vec<Vec<Piece>>>,
@@ -91,10 +126,17 @@ impl SnapshotScanExec {
             Some(p) => Arc::new(version.schema.project(p)?),
             None => Arc::clone(&version.schema),
         };
-        let chunks: Vec<RecordBatch> = version
-            .chunks()
-            .filter(|c| c.num_rows() > 0)
-            .cloned()
+        // chunks without live rows are left out
+        let chunks: Vec<ScanChunk> = version
+            .partitions
+            .iter()
+            .flat_map(|p| {
+                p.chunks.iter().enumerate().map(|(c, batch)| ScanChunk {
+                    batch: batch.clone(),
+                    deleted: p.deletions(c).cloned(),
+                })
+            })
+            .filter(|c| c.batch.num_rows() > c.deleted.as_ref().map_or(0, |d| d.deleted()))
             .collect();
         let batch_size = batch_size.max(1);
         let partitions = spread(&chunks, target_partitions, batch_size);
@@ -107,7 +149,7 @@ impl SnapshotScanExec {
         Ok(SnapshotScanExec {
             def,
             version,
-            chunks,
+            chunks: Arc::new(chunks),
             projection: projection.cloned(),
             schema,
             partitions: Arc::new(partitions),
@@ -149,7 +191,7 @@ impl SnapshotScanExec {
 
     /// Rows of the full scan in output partition `partition` (before the limit).
     fn pieces_rows(&self, partition: usize) -> usize {
-        self.partitions[partition].iter().map(|p| p.len).sum()
+        self.partitions[partition].iter().map(|p| p.live).sum()
     }
 
     /// The rows the index selects (looked up on the first call), or None: read everything.
@@ -189,7 +231,7 @@ impl SnapshotScanExec {
             });
         }
         Batches::Pieces(Pieces {
-            chunks: self.chunks.clone(),
+            chunks: Arc::clone(&self.chunks),
             pieces: self.partitions[partition].clone(),
             projection,
             next: 0,
@@ -219,8 +261,12 @@ impl SnapshotScanExec {
         }
         let rows: usize = parts.iter().map(|&p| limited(self.pieces_rows(p))).sum();
         let mut stats = Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows));
-        if rows == all_rows {
-            // null counts are exact when no limit cuts the pieces
+        let deletions = parts
+            .iter()
+            .flat_map(|&p| self.partitions[p].iter())
+            .any(|x| x.live < x.len);
+        if rows == all_rows && !deletions {
+            // null counts are exact when no limit cuts the pieces and no row is deleted
             let cols: Vec<usize> = match &self.projection {
                 Some(p) => p.clone(),
                 None => (0..self.version.schema.fields().len()).collect(),
@@ -233,6 +279,7 @@ impl SnapshotScanExec {
                         .flat_map(|&p| self.partitions[p].iter())
                         .map(|x| {
                             self.chunks[x.chunk]
+                                .batch
                                 .column(c)
                                 .slice(x.offset, x.len)
                                 .logical_null_count()
@@ -249,16 +296,18 @@ impl SnapshotScanExec {
 /// Cuts `chunks` into pieces of at most `batch_size` rows and spreads them over at most
 /// `target` partitions as contiguous runs of about equal row counts (one empty partition for
 /// an empty table).
-fn spread(chunks: &[RecordBatch], target: usize, batch_size: usize) -> Vec<Vec<Piece>> {
+fn spread(chunks: &[ScanChunk], target: usize, batch_size: usize) -> Vec<Vec<Piece>> {
     let mut pieces = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
+        let rows = c.batch.num_rows();
         let mut offset = 0;
-        while offset < c.num_rows() {
-            let len = batch_size.min(c.num_rows() - offset);
+        while offset < rows {
+            let len = batch_size.min(rows - offset);
             pieces.push(Piece {
                 chunk: i,
                 offset,
                 len,
+                live: c.live_in(offset, len),
             });
             offset += len;
         }
@@ -303,9 +352,9 @@ impl Iterator for Batches {
     }
 }
 
-/// Slices of chunks, projected, cut to the limit.
+/// Slices of chunks, projected, deleted rows left out, cut to the limit.
 struct Pieces {
-    chunks: Vec<RecordBatch>,
+    chunks: Arc<Vec<ScanChunk>>,
     pieces: Vec<Piece>,
     projection: Option<Vec<usize>>,
     next: usize,
@@ -316,18 +365,24 @@ impl Iterator for Pieces {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let p = *self.pieces.get(self.next)?;
-        if self.left == 0 {
-            return None;
+        loop {
+            let p = *self.pieces.get(self.next)?;
+            if self.left == 0 {
+                return None;
+            }
+            self.next += 1;
+            if p.live == 0 {
+                continue;
+            }
+            let chunk = &self.chunks[p.chunk];
+            let batch = match chunk.read(p.offset, p.len, self.projection.as_deref()) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            };
+            let len = batch.num_rows().min(self.left);
+            self.left -= len;
+            return Some(Ok(batch.slice(0, len)));
         }
-        self.next += 1;
-        let len = p.len.min(self.left);
-        self.left -= len;
-        let batch = self.chunks[p.chunk].slice(p.offset, len);
-        Some(match &self.projection {
-            Some(cols) => batch.project(cols).map_err(DataFusionError::from),
-            None => Ok(batch),
-        })
     }
 }
 
@@ -597,12 +652,8 @@ mod tests {
     fn version() -> Arc<TableVersion> {
         let mut v = TableVersion::empty(2, schema());
         v.partitions = vec![
-            Partition {
-                chunks: vec![chunk(0..10), chunk(10..25)],
-            },
-            Partition {
-                chunks: vec![chunk(25..26), chunk(26..26), chunk(26..100)],
-            },
+            Partition::new(vec![chunk(0..10), chunk(10..25)]),
+            Partition::new(vec![chunk(25..26), chunk(26..26), chunk(26..100)]),
         ];
         Arc::new(v)
     }
@@ -709,6 +760,38 @@ mod tests {
             .sum();
         assert_eq!(per, 100);
         assert!(exec.statistics_of(Some(99)).is_err());
+    }
+
+    #[tokio::test]
+    async fn deleted_rows_are_skipped() {
+        let mut v = (*version()).clone();
+        // the odd ids of chunk 10..25, and all of chunk 25..26
+        let odd: arrow::buffer::BooleanBuffer = (10..25).map(|i| i % 2 == 1).collect();
+        v.partitions[0].delete(1, &odd);
+        v.partitions[1].delete(0, &vec![true].into());
+        let v = Arc::new(v);
+        let want: Vec<i32> = (0..100)
+            .filter(|i| !((10..25).contains(i) && i % 2 == 1) && *i != 25)
+            .collect();
+        assert_eq!(v.num_rows(), want.len());
+        for target in [1, 2, 3, 7] {
+            for batch in [1, 4, 8192] {
+                let exec = SnapshotScanExec::new(def(), Arc::clone(&v), None, None, target, batch)
+                    .unwrap();
+                assert_eq!(ids(&exec).await.concat(), want, "{target} {batch}");
+                let stats = exec.statistics_of(None).unwrap();
+                assert_eq!(stats.num_rows, Precision::Exact(want.len()));
+                // null counts would have to filter: not given
+                assert_eq!(
+                    stats.column_statistics[0].null_count,
+                    Precision::Absent,
+                    "{target} {batch}"
+                );
+            }
+        }
+        // a limit counts live rows
+        let exec = SnapshotScanExec::new(def(), Arc::clone(&v), None, Some(15), 1, 8192).unwrap();
+        assert_eq!(ids(&exec).await.concat(), want[..15]);
     }
 
     #[tokio::test]

@@ -11,8 +11,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, BooleanArray};
-use arrow::compute::kernels::boolean::not;
+use arrow::array::{Array, AsArray, BooleanArray, BooleanBufferBuilder};
 use arrow::compute::{concat_batches, filter_record_batch, prep_null_mask_filter};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -23,7 +22,8 @@ use datafusion::optimizer::simplify_expressions::{ExprSimplifier, SimplifyContex
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast;
-use wireload_storage::{IndexDef, Partition, TableDef, TableVersion};
+use wireload_load::LoadControl;
+use wireload_storage::{IndexDef, Partition, RowId, Table, TableDef, TableVersion};
 
 use crate::error::SqlError;
 
@@ -367,7 +367,7 @@ pub(crate) struct Written {
 
 /// Applies `write` to `base`, a snapshot of the table `def`; `what` names the rows in errors.
 pub(crate) fn apply(
-    def: &TableDef,
+    def: &Arc<TableDef>,
     base: &TableVersion,
     write: &RowWrite,
     what: &str,
@@ -376,9 +376,8 @@ pub(crate) fn apply(
         .partitions
         .iter()
         .map(|part| {
-            part.chunks
-                .iter()
-                .map(|chunk| matches(write.predicate.as_ref(), chunk))
+            (0..part.chunks.len())
+                .map(|c| live_matches(write.predicate.as_ref(), part, c))
                 .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -489,7 +488,7 @@ fn update_in_place(
 /// changed once (by its first new version), as PostgreSQL does for an UPDATE ... FROM
 /// whose join matches a row more than once.
 pub(crate) fn apply_keys(
-    def: &TableDef,
+    def: &Arc<TableDef>,
     base: &TableVersion,
     keys: &[arrow::array::ArrayRef],
     new: Option<RecordBatch>,
@@ -555,10 +554,11 @@ enum NewRows<'a> {
     Given(RecordBatch),
 }
 
-/// The next version of `base`: the rows of each chunk that `touched` marks removed (a
-/// chunk without marks is kept as it is), `new_rows` appended, indexes rebuilt.
+/// The next version of `base`: the rows `touched` marks deleted (added to their chunks'
+/// deletion vectors, their entries taken out of every index) and `new_rows` appended in
+/// new chunks (checked against the constraints, merged into the indexes as a load's).
 fn replace(
-    def: &TableDef,
+    def: &Arc<TableDef>,
     base: &TableVersion,
     touched: Vec<Vec<Option<BooleanArray>>>,
     new_rows: NewRows<'_>,
@@ -568,22 +568,19 @@ fn replace(
         table: def.name.clone(),
         error,
     };
-    let mut partitions = Vec::with_capacity(base.partitions.len());
+    let mut next = base.clone();
+    next.number += 1;
     let mut matched = Vec::new();
-    for (part, masks) in base.partitions.iter().zip(touched) {
-        let mut chunks = Vec::with_capacity(part.chunks.len());
-        for (chunk, mask) in part.chunks.iter().zip(masks) {
+    let mut deleted = Vec::new();
+    for (p, masks) in touched.into_iter().enumerate() {
+        for (c, mask) in masks.into_iter().enumerate() {
             let Some(mask) = mask else {
-                chunks.push(chunk.clone());
                 continue;
             };
-            matched.push(filter_record_batch(chunk, &mask)?);
-            let kept = filter_record_batch(chunk, &not(&mask)?)?;
-            if kept.num_rows() > 0 {
-                chunks.push(kept);
-            }
+            matched.push(filter_record_batch(&base.partitions[p].chunks[c], &mask)?);
+            next.partitions[p].delete(c, mask.values());
+            deleted.push((p, c, mask));
         }
-        partitions.push(Partition { chunks });
     }
     let rows: u64 = matched.iter().map(|b| b.num_rows() as u64).sum();
     if rows == 0 {
@@ -593,6 +590,7 @@ fn replace(
             returned: Vec::new(),
         });
     }
+    remove_entries(def, base, &mut next, &deleted)?;
     let new = match new_rows {
         NewRows::None => None,
         NewRows::Given(new) => Some(new),
@@ -601,34 +599,76 @@ fn replace(
             &concat_batches(&base.schema, &matched)?,
         )?),
     };
-    let returned = match new {
-        None => matched,
-        Some(new) => {
-            let parts = wireload_load::table_chunks(def, what, &new).map_err(load_error)?;
-            for (partition, part) in partitions.iter_mut().zip(&parts) {
-                if part.num_rows() > 0 {
-                    partition.chunks.push(part.clone());
-                }
-            }
-            vec![concat_batches(&base.schema, &parts)?]
-        }
+    let Some(new) = new else {
+        return Ok(Written {
+            version: next,
+            rows,
+            returned: matched,
+        });
     };
-    let next = TableVersion {
-        number: base.number + 1,
-        schema: base.schema.clone(),
-        partitions,
-        indexes: base.indexes.clone(),
-    };
-    let version = if next.indexes.is_empty() {
-        next
-    } else {
-        wireload_load::rebuild_indexes(def, next).map_err(load_error)?
-    };
+    let parts = wireload_load::table_chunks(def, what, &new).map_err(load_error)?;
+    let returned = vec![concat_batches(&base.schema, &parts)?];
+    // appended as an INSERT's rows are, to a table of its own holding `next`
+    let private = Table::with_version(Arc::clone(def), Arc::new(next));
+    let parts: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
+    wireload_load::append_batches(&private, what, 0, parts, &LoadControl::default())
+        .map_err(load_error)?;
     Ok(Written {
-        version,
+        version: private.snapshot().as_ref().clone(),
         rows,
         returned,
     })
+}
+
+/// Takes the entries of the rows `deleted` lists ((partition, chunk, rows) of `base`) out
+/// of every index of `next`.
+fn remove_entries(
+    def: &TableDef,
+    base: &TableVersion,
+    next: &mut TableVersion,
+    deleted: &[(usize, usize, BooleanArray)],
+) -> Result<(), SqlError> {
+    let mut found = Vec::with_capacity(1);
+    for ix in &mut next.indexes {
+        let encoder = ix
+            .def
+            .encoder(&def.schema)
+            .map_err(|e| SqlError::Internal(e.to_string()))?;
+        let index = Arc::make_mut(&mut ix.index);
+        for (p, c, mask) in deleted {
+            let chunk = &base.partitions[*p].chunks[*c];
+            let columns = ix
+                .def
+                .columns
+                .iter()
+                .map(|&k| arrow::compute::filter(chunk.column(k), mask))
+                .collect::<Result<Vec<_>, _>>()?;
+            let keys = encoder
+                .encode(&columns)
+                .map_err(|e| SqlError::Internal(e.to_string()))?;
+            for (i, row) in mask.values().set_indices().enumerate() {
+                let at = RowId {
+                    partition: *p as u32,
+                    chunk: *c as u32,
+                    row: row as u32,
+                };
+                found.clear();
+                index.lookup(keys.get(i), &mut found);
+                let entry = found
+                    .iter()
+                    .copied()
+                    .find(|&e| index.row_id(e) == at)
+                    .ok_or_else(|| {
+                        SqlError::Internal(format!(
+                            "index \"{}\" has no entry for row {at:?}",
+                            ix.def.name
+                        ))
+                    })?;
+                index.remove(entry);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The rows `old` become: `values` (one per column) evaluated over them.
@@ -665,6 +705,31 @@ pub(crate) fn unconverted_rows(
         Arc::new(arrow::datatypes::Schema::new(fields)),
         columns,
     )?)
+}
+
+/// Which live rows of chunk `c` of `part` `predicate` selects (one bit per row of the
+/// chunk; deleted rows are not evaluated and never selected); `None` when none.
+fn live_matches(
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+    part: &Partition,
+    c: usize,
+) -> Result<Option<BooleanArray>, SqlError> {
+    let Some(deleted) = part.deletions(c) else {
+        return matches(predicate, &part.chunks[c]);
+    };
+    let Some(hits) = matches(predicate, &part.live_chunk(c)?)? else {
+        return Ok(None);
+    };
+    // back to the chunk's rows: live row i is the chunk's i-th set bit
+    let live = deleted.live();
+    let mut mask = BooleanBufferBuilder::new(live.len());
+    mask.append_n(live.len(), false);
+    for (i, row) in live.set_indices().enumerate() {
+        if hits.value(i) {
+            mask.set_bit(row, true);
+        }
+    }
+    Ok(Some(BooleanArray::new(mask.finish(), None)))
 }
 
 /// Which rows of `chunk` `predicate` selects (NULL selects none); `None` when none.

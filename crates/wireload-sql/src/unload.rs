@@ -25,10 +25,11 @@ pub(crate) struct Rows {
 pub(crate) fn table_rows(table: &Table, columns: Option<&[String]>) -> Result<Rows, SqlError> {
     let snapshot = table.snapshot();
     let schema = Arc::clone(&snapshot.schema);
+    let live = snapshot.live_chunks()?;
     let Some(columns) = columns else {
         return Ok(Rows {
             schema,
-            batches: snapshot.chunks().cloned().collect(),
+            batches: live,
         });
     };
     let indices = columns
@@ -40,8 +41,8 @@ pub(crate) fn table_rows(table: &Table, columns: Option<&[String]>) -> Result<Ro
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let batches = snapshot
-        .chunks()
+    let batches = live
+        .iter()
         .map(|b| b.project(&indices))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| SqlError::Internal(format!("cannot select the COPY columns: {e}")))?;

@@ -20,7 +20,7 @@ mod version;
 pub use catalog::Catalog;
 pub use index::{IndexDef, TableIndex};
 pub use table::{Partitioning, Table, TableDef, WriteGuard};
-pub use version::{Partition, TableVersion};
+pub use version::{Deletions, Partition, TableVersion};
 pub use wireload_index::{Index, IndexKind, KeyEncoder, RowId};
 
 /// Errors of catalog and table operations.

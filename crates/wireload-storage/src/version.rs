@@ -1,21 +1,127 @@
 //! Immutable table versions: partitions holding lists of Arrow chunks.
 
+use std::sync::Arc;
+
+use arrow::array::BooleanArray;
+use arrow::buffer::BooleanBuffer;
+use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
 use crate::index::TableIndex;
 
-/// One partition of a table version: its chunks in order.
+/// The rows deleted from one chunk: a bitmap of its live rows (a published deletion
+/// vector never changes; a later delete makes a new one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletions {
+    live: BooleanBuffer,
+    deleted: usize,
+}
+
+impl Deletions {
+    /// The deletions of a chunk of `rows` rows that keeps the rows `live` marks (one bit
+    /// per row).
+    pub fn from_live(live: BooleanBuffer) -> Self {
+        let deleted = live.len() - live.count_set_bits();
+        Deletions { live, deleted }
+    }
+
+    /// One bit per row of the chunk: set for a row that is still there.
+    pub fn live(&self) -> &BooleanBuffer {
+        &self.live
+    }
+
+    /// Number of deleted rows.
+    pub fn deleted(&self) -> usize {
+        self.deleted
+    }
+
+    /// True when row `row` of the chunk is deleted.
+    pub fn is_deleted(&self, row: usize) -> bool {
+        !self.live.value(row)
+    }
+
+    /// These deletions and the rows `more` marks (one bit per row of the chunk).
+    pub fn and_deleted(&self, more: &BooleanBuffer) -> Deletions {
+        Deletions::from_live(&self.live & &!more)
+    }
+}
+
+/// One partition of a table version: its chunks in order, and the rows deleted from them.
 #[derive(Debug, Clone, Default)]
 pub struct Partition {
     /// Arrow chunks; a published chunk never changes.
     pub chunks: Vec<RecordBatch>,
+    /// The deletions of chunk `i` at `i`; a chunk past the end, or `None`, has none.
+    pub deleted: Vec<Option<Arc<Deletions>>>,
 }
 
 impl Partition {
-    /// Rows in this partition.
+    /// A partition of `chunks`, none of their rows deleted.
+    pub fn new(chunks: Vec<RecordBatch>) -> Self {
+        Partition {
+            chunks,
+            deleted: Vec::new(),
+        }
+    }
+
+    /// Rows in this partition (deleted rows not counted).
     pub fn num_rows(&self) -> usize {
-        self.chunks.iter().map(RecordBatch::num_rows).sum()
+        self.chunks.iter().map(RecordBatch::num_rows).sum::<usize>() - self.deleted_rows()
+    }
+
+    /// Deleted rows still held by this partition's chunks.
+    pub fn deleted_rows(&self) -> usize {
+        self.deleted.iter().flatten().map(|d| d.deleted()).sum()
+    }
+
+    /// The deletions of chunk `chunk`, if it has any.
+    pub fn deletions(&self, chunk: usize) -> Option<&Arc<Deletions>> {
+        self.deleted.get(chunk).and_then(Option::as_ref)
+    }
+
+    /// Marks the rows `rows` (one bit per row) of chunk `chunk` deleted as well.
+    pub fn delete(&mut self, chunk: usize, rows: &BooleanBuffer) {
+        let next = match self.deletions(chunk) {
+            Some(d) => d.and_deleted(rows),
+            None => Deletions::from_live(!rows),
+        };
+        if self.deleted.len() <= chunk {
+            self.deleted.resize(chunk + 1, None);
+        }
+        self.deleted[chunk] = Some(Arc::new(next));
+    }
+
+    /// The live rows of chunk `chunk` (the chunk itself when none is deleted).
+    pub fn live_chunk(&self, chunk: usize) -> Result<RecordBatch, ArrowError> {
+        let batch = &self.chunks[chunk];
+        match self.deletions(chunk) {
+            None => Ok(batch.clone()),
+            Some(d) => filter_record_batch(batch, &BooleanArray::new(d.live().clone(), None)),
+        }
+    }
+
+    /// Drops the deleted rows: every chunk with deletions is replaced by its live rows (or
+    /// left out when none is left). Row ids change: indexes over the partition must be
+    /// built anew.
+    pub fn compact(&mut self) -> Result<(), ArrowError> {
+        if self.deleted.iter().any(Option::is_some) {
+            self.chunks = self.live_chunks()?;
+        }
+        self.deleted.clear();
+        Ok(())
+    }
+
+    /// The live rows of every chunk, in order, chunks left without rows skipped.
+    pub fn live_chunks(&self) -> Result<Vec<RecordBatch>, ArrowError> {
+        (0..self.chunks.len())
+            .filter(|&c| {
+                self.deletions(c)
+                    .is_none_or(|d| d.deleted() < self.chunks[c].num_rows())
+            })
+            .map(|c| self.live_chunk(c))
+            .collect()
     }
 }
 
@@ -48,9 +154,19 @@ impl TableVersion {
         self.partitions.iter().map(Partition::num_rows).sum()
     }
 
-    /// Every chunk of every partition, partition by partition.
-    pub fn chunks(&self) -> impl Iterator<Item = &RecordBatch> {
-        self.partitions.iter().flat_map(|p| p.chunks.iter())
+    /// The live rows of every chunk of every partition, partition by partition (chunks
+    /// without deletions as they are, the others filtered; chunks left empty skipped).
+    pub fn live_chunks(&self) -> Result<Vec<RecordBatch>, ArrowError> {
+        let mut out = Vec::new();
+        for p in &self.partitions {
+            out.extend(p.live_chunks()?);
+        }
+        Ok(out)
+    }
+
+    /// Deleted rows the chunks still hold (until a compaction drops them).
+    pub fn deleted_rows(&self) -> usize {
+        self.partitions.iter().map(Partition::deleted_rows).sum()
     }
 
     /// The next version: this one's chunks followed by `added[p]` in partition `p`, with

@@ -449,7 +449,7 @@ fn write_export(
             let report = crate::ipc::write_arrow_file(
                 &path,
                 &snapshot.schema,
-                &partition.chunks,
+                &partition.live_chunks().map_err(UnloadError::from)?,
                 compression,
                 &ctl.cancel,
             )

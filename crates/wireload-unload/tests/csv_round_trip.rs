@@ -268,7 +268,7 @@ fn reload(path: &Path, schema: &str, dialect: &Dialect) -> RecordBatch {
     )
     .unwrap_or_else(|e| panic!("{dialect:?}: {e}"));
     let snapshot = t.snapshot();
-    let chunks: Vec<RecordBatch> = snapshot.chunks().cloned().collect();
+    let chunks: Vec<RecordBatch> = snapshot.live_chunks().unwrap();
     concat_batches(&t.def().arrow_schema, &chunks).unwrap()
 }
 

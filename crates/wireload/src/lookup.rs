@@ -64,7 +64,7 @@ pub fn lookup(args: &BenchLookupArgs, threads: Option<usize>) -> Result<()> {
     let key_col = pk.def.columns[0];
 
     // the keys to look up: keys of random rows
-    let chunks: Vec<_> = version.chunks().cloned().collect();
+    let chunks = version.live_chunks()?;
     let total: usize = chunks.iter().map(|c| c.num_rows()).sum();
     let mut seed = 42u64;
     let mut pick = |n: usize| -> Vec<i64> {

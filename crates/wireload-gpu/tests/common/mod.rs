@@ -46,7 +46,7 @@ pub fn cpu_load(c: &Case) -> Result<Vec<Vec<Option<String>>>, String> {
 /// Every row of the table as strings (NULL = None).
 pub fn rows(t: &Table) -> Vec<Vec<Option<String>>> {
     let snap = t.snapshot();
-    let batches: Vec<RecordBatch> = snap.chunks().cloned().collect();
+    let batches: Vec<RecordBatch> = snap.live_chunks().unwrap();
     batch_rows(&batches)
 }
 

@@ -45,7 +45,7 @@ pub type Rows = Vec<Vec<Option<String>>>;
 pub fn rows(t: &Table) -> Rows {
     let snap = t.snapshot();
     let mut out = Vec::new();
-    for batch in snap.chunks() {
+    for batch in &snap.live_chunks().unwrap() {
         let cols: Vec<_> = batch
             .columns()
             .iter()
