@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 mod append;
+mod compact;
 mod error;
 mod hints;
 mod indexing;
@@ -24,11 +25,12 @@ mod source;
 mod task;
 
 pub use append::{append_batches, table_chunks};
+pub use compact::{compact, worth_compacting};
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
-pub use pool::{install, locked_pool, pool};
+pub use pool::{compaction_pool, install, locked_pool, pool};
 pub use publish::{Appender, Published, Sites, Unit};
 pub use source::{BLOCK_BYTES, Blocks, Input, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};

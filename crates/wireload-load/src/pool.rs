@@ -29,6 +29,12 @@ pub fn merge_pool(threads: usize) -> Result<Arc<ThreadPool>, LoadError> {
     pool_in(&POOLS, "merge-", threads)
 }
 
+/// The one-thread pool background compactions run on (beside the loads and queries).
+pub fn compaction_pool() -> Result<Arc<ThreadPool>, LoadError> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    pool_in(&POOLS, "compact-", 1)
+}
+
 /// The pool of `threads` threads in `pools`, its threads named with `prefix`.
 fn pool_in(
     pools: &'static OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>>,

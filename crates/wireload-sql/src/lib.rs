@@ -187,6 +187,9 @@ pub struct Database {
     keyed: Mutex<HashMap<String, Arc<keyed::KeyAccess>>>,
     /// Executions answered by a key access.
     key_accesses: std::sync::atomic::AtomicU64,
+    /// Whether writes that leave many deleted rows start a background compaction (shared
+    /// by the sessions).
+    auto_compaction: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Database {
@@ -220,6 +223,7 @@ impl Database {
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
+            auto_compaction: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         }
     }
 
@@ -236,7 +240,49 @@ impl Database {
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
+            auto_compaction: Arc::clone(&self.auto_compaction),
         }
+    }
+
+    /// Turns background compaction on or off (on by default) for every session: with it,
+    /// a DELETE or UPDATE that leaves a quarter of a table's rows deleted (and at least
+    /// 1024) starts one ([`wireload_load::compact`]).
+    pub fn set_auto_compaction(&self, on: bool) {
+        self.auto_compaction
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Starts a background compaction of `table` when it is a table of the catalog (not a
+    /// transaction's copy), none is under way, and its deleted rows are worth dropping.
+    /// A compaction that fails leaves the table as it was; a later write starts another.
+    fn compact_later(&self, table: &Arc<Table>) {
+        if !self
+            .auto_compaction
+            .load(std::sync::atomic::Ordering::SeqCst)
+            || !wireload_load::worth_compacting(&table.snapshot())
+            || !self
+                .catalog
+                .table(table.name())
+                .is_some_and(|t| Arc::ptr_eq(&t, table))
+        {
+            return;
+        }
+        let Ok(pool) = wireload_load::compaction_pool() else {
+            return;
+        };
+        if !table.claim_compaction() {
+            return;
+        }
+        let target = Arc::clone(table);
+        pool.spawn(move || {
+            if let Err(e) = wireload_load::compact(&target) {
+                eprintln!(
+                    "wireload: internal error: the compaction of table \"{}\" failed: {e}",
+                    target.name()
+                );
+            }
+            target.release_compaction();
+        });
     }
 
     /// The catalog (for programs that create and load tables directly).
@@ -458,9 +504,12 @@ impl Database {
                 self.schema.set_overlay(None);
                 match tx.take() {
                     Some(t) if t.failed => Ok(StatementOutput::Done("ROLLBACK".into())),
-                    Some(t) => t
-                        .commit(&self.catalog)
-                        .map(|()| StatementOutput::Done("COMMIT".into())),
+                    Some(t) => {
+                        for table in t.commit(&self.catalog)? {
+                            self.compact_later(&table);
+                        }
+                        Ok(StatementOutput::Done("COMMIT".into()))
+                    }
                     None => Ok(StatementOutput::Done("COMMIT".into())),
                 }
             }
@@ -724,7 +773,11 @@ impl Database {
                 self.insert(&table, dml, returning, skip_conflicts, ctl)
                     .await
             }
-            WriteOp::Update | WriteOp::Delete => self.rewrite(&table, dml, returning, ctl).await,
+            WriteOp::Update | WriteOp::Delete => {
+                let out = self.rewrite(&table, dml, returning, ctl).await?;
+                self.compact_later(&table);
+                Ok(out)
+            }
             op => Err(SqlError::NotSupported(format!("{op} is not supported"))),
         }
     }

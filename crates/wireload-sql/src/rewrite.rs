@@ -473,6 +473,7 @@ fn update_in_place(
     Ok(Written {
         version: TableVersion {
             number: base.number + 1,
+            content: base.content,
             schema: base.schema.clone(),
             partitions,
             indexes: base.indexes.clone(),

@@ -63,7 +63,10 @@ pub(crate) fn of_ast(statement: &ast::Statement) -> Result<Option<TxStatement>, 
 struct Pinned {
     shared: Arc<Table>,
     private: Arc<Table>,
+    /// the version number the copy started from
     base: u64,
+    /// that version's `content`: a later write to the table changes it, a compaction not
+    content: u64,
 }
 
 /// An open transaction.
@@ -94,6 +97,7 @@ impl Transaction {
                         shared,
                         private,
                         base: version.number,
+                        content: version.content,
                     },
                 )
             })
@@ -158,8 +162,9 @@ impl Transaction {
     }
 
     /// Publishes every table the transaction wrote, all or none: none when another write
-    /// to one of them was published since `BEGIN`, or when one was dropped.
-    pub(crate) fn commit(self, catalog: &Catalog) -> Result<(), SqlError> {
+    /// to one of them was published since `BEGIN` (a compaction is none), or when one was
+    /// dropped. Returns the tables it published.
+    pub(crate) fn commit(self, catalog: &Catalog) -> Result<Vec<Arc<Table>>, SqlError> {
         let written: Vec<&Pinned> = self
             .tables
             .values()
@@ -171,15 +176,19 @@ impl Transaction {
             let dropped = catalog
                 .table(p.shared.name())
                 .is_none_or(|t| !Arc::ptr_eq(&t, &p.shared));
-            if dropped || guard.base().number != p.base {
+            if dropped || guard.base().content != p.content {
                 return Err(SqlError::SerializationFailure {
                     table: p.shared.name().to_string(),
                 });
             }
         }
         for (p, guard) in written.iter().zip(guards) {
-            guard.publish(p.private.snapshot().as_ref().clone());
+            // numbered after the versions published since BEGIN (compactions only, whose
+            // dropping of deleted rows the copy does without)
+            let mut next = p.private.snapshot().as_ref().clone();
+            next.number = guard.base().number + 1;
+            guard.publish(next);
         }
-        Ok(())
+        Ok(written.iter().map(|p| Arc::clone(&p.shared)).collect())
     }
 }

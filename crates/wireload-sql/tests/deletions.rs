@@ -311,3 +311,90 @@ async fn unloads_and_transactions_see_live_rows() {
     assert_eq!(count_sum(&db).await.0, "50");
     assert_indexes_exact(&db, "t");
 }
+
+/// Waits until `table` holds no deleted rows and no compaction is under way.
+async fn wait_compacted(db: &Database, table: &str) {
+    let t = db.catalog().table(table).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while t.snapshot().deleted_rows() > 0 || t.is_compacting() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compaction of {table} within a minute"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn heavy_deletes_are_compacted_in_the_background() {
+    let db = table(8000).await;
+    let t = db.catalog().table("t").unwrap();
+    assert_eq!(
+        change(&db, "DELETE FROM t WHERE id % 4 <> 0").await,
+        "DELETE 6000"
+    );
+    wait_compacted(&db, "t").await;
+    let v = t.snapshot();
+    let held: usize = v
+        .partitions
+        .iter()
+        .flat_map(|p| &p.chunks)
+        .map(|c| c.num_rows())
+        .sum();
+    assert_eq!(held, 2000, "the chunks hold live rows only");
+    let ids: Vec<String> = query(&db, "SELECT id FROM t")
+        .await
+        .into_iter()
+        .map(|r| r[0].clone().unwrap())
+        .collect();
+    let want: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
+    assert_eq!(ids, want, "the rows keep their order");
+    assert_indexes_exact(&db, "t");
+    assert!(query(&db, "SELECT * FROM t WHERE id = 5").await.is_empty());
+    assert_eq!(
+        query(&db, "SELECT s FROM t WHERE id = 8").await,
+        vec![srow(&["s8"])]
+    );
+    // the freed keys are free
+    change(&db, "INSERT INTO t VALUES (5, 5, 's5')").await;
+    assert_indexes_exact(&db, "t");
+}
+
+#[tokio::test]
+async fn a_compaction_is_no_write_for_transactions() {
+    let db = table(4000).await;
+    db.set_auto_compaction(false);
+    let t = db.catalog().table("t").unwrap();
+    change(&db, "DELETE FROM t WHERE id > 1000").await;
+    assert!(wireload_load::worth_compacting(&t.snapshot()));
+    let before = t.snapshot();
+    // a transaction begun before the compaction writes the table ...
+    let other = db.new_session();
+    run(
+        &other,
+        "BEGIN; UPDATE t SET v = 99 WHERE id = 4; DELETE FROM t WHERE id = 5",
+    )
+    .await
+    .unwrap();
+    assert!(wireload_load::compact(&t).unwrap());
+    let after = t.snapshot();
+    assert_eq!(after.deleted_rows(), 0);
+    assert_eq!(after.content, before.content, "no write");
+    assert!(after.number > before.number);
+    assert!(!wireload_load::compact(&t).unwrap(), "nothing left to drop");
+    // ... and commits over it
+    run(&other, "COMMIT").await.unwrap();
+    assert_eq!(
+        query(&db, "SELECT v FROM t WHERE id = 4").await,
+        vec![srow(&["99"])]
+    );
+    assert_eq!(count_sum(&db).await.0, "999");
+    assert_indexes_exact(&db, "t");
+    // a real write in between is a conflict, as before
+    run(&other, "BEGIN; UPDATE t SET v = 1 WHERE id = 6")
+        .await
+        .unwrap();
+    change(&db, "UPDATE t SET v = 2 WHERE id = 7").await;
+    let e = run(&other, "COMMIT").await.unwrap_err();
+    assert_eq!(e.sqlstate().0, "40001", "{e}");
+}

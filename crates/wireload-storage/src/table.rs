@@ -1,5 +1,6 @@
 //! A table: its definition and its current version, swapped atomically by one writer at a time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use arrow::datatypes::SchemaRef;
@@ -184,6 +185,8 @@ pub struct Table {
     def: Arc<TableDef>,
     current: RwLock<Arc<TableVersion>>,
     writer: Mutex<()>,
+    /// A compaction of the table is under way.
+    compacting: AtomicBool,
 }
 
 impl Table {
@@ -196,6 +199,7 @@ impl Table {
             def: Arc::new(def),
             current: RwLock::new(Arc::new(empty)),
             writer: Mutex::new(()),
+            compacting: AtomicBool::new(false),
         }
     }
 
@@ -206,6 +210,7 @@ impl Table {
             def,
             current: RwLock::new(version),
             writer: Mutex::new(()),
+            compacting: AtomicBool::new(false),
         }
     }
 
@@ -222,6 +227,23 @@ impl Table {
     /// The current version; it stays valid and unchanged for as long as the caller holds it.
     pub fn snapshot(&self) -> Arc<TableVersion> {
         Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Claims the table's one compaction slot: false when a compaction is under way.
+    pub fn claim_compaction(&self) -> bool {
+        self.compacting
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Gives the compaction slot back.
+    pub fn release_compaction(&self) {
+        self.compacting.store(false, Ordering::Release);
+    }
+
+    /// True while a compaction of the table is under way.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::Acquire)
     }
 
     /// Becomes the table's only writer until the guard is dropped or published.
@@ -250,8 +272,28 @@ impl WriteGuard<'_> {
         &self.base
     }
 
-    /// Makes `next` the table's current version in one step.
-    pub fn publish(self, next: TableVersion) -> Arc<TableVersion> {
+    /// Makes `next` the table's current version in one step: a write (its `content` is
+    /// its number).
+    pub fn publish(self, mut next: TableVersion) -> Arc<TableVersion> {
+        next.content = next.number;
+        self.install(next)
+    }
+
+    /// Makes `next`, the base without its deleted rows, the current version: not a write
+    /// (its `content` stays the base's, see [`TableVersion::content`]).
+    pub fn publish_compacted(self, mut next: TableVersion) -> Arc<TableVersion> {
+        assert_eq!(
+            next.num_rows(),
+            self.base.num_rows(),
+            "a compaction keeps every live row"
+        );
+        next.number = self.base.number + 1;
+        next.content = self.base.content;
+        self.install(next)
+    }
+
+    /// Makes `next` the current version.
+    fn install(self, next: TableVersion) -> Arc<TableVersion> {
         let next = Arc::new(next);
         *self
             .table

@@ -130,6 +130,10 @@ impl Partition {
 pub struct TableVersion {
     /// Increases by one with every published version.
     pub number: u64,
+    /// The number of the newest version that changed the table's rows or indexes: a
+    /// compaction, which only drops deleted rows, keeps its base's (so it is no write that
+    /// a transaction could conflict with). Set when the version is published.
+    pub content: u64,
     /// Schema of every chunk.
     pub schema: SchemaRef,
     /// Partitions, as many as the table's partitioning says.
@@ -143,6 +147,7 @@ impl TableVersion {
     pub fn empty(partitions: usize, schema: SchemaRef) -> Self {
         TableVersion {
             number: 0,
+            content: 0,
             schema,
             partitions: vec![Partition::default(); partitions],
             indexes: Vec::new(),
@@ -183,6 +188,7 @@ impl TableVersion {
         );
         let mut next = TableVersion {
             number: self.number + 1,
+            content: self.content,
             schema: self.schema.clone(),
             partitions: self.partitions.clone(),
             indexes,
@@ -213,6 +219,7 @@ impl TableVersion {
     pub fn truncated(&self) -> TableVersion {
         TableVersion {
             number: self.number + 1,
+            content: self.content,
             schema: self.schema.clone(),
             partitions: vec![Partition::default(); self.partitions.len()],
             indexes: self
