@@ -30,6 +30,7 @@ mod export;
 mod keyed;
 mod limits;
 mod parse;
+mod rebase;
 mod rewrite;
 mod settings;
 mod transaction;
@@ -505,7 +506,11 @@ impl Database {
                 match tx.take() {
                     Some(t) if t.failed => Ok(StatementOutput::Done("ROLLBACK".into())),
                     Some(t) => {
-                        for table in t.commit(&self.catalog)? {
+                        // a replay on a newer version runs under the writer locks: on
+                        // the pool of their own
+                        let pool = wireload_load::locked_pool(self.threads)
+                            .map_err(|e| SqlError::Resources(e.to_string()))?;
+                        for table in t.commit(&self.catalog, &pool)? {
                             self.compact_later(&table);
                         }
                         Ok(StatementOutput::Done("COMMIT".into()))

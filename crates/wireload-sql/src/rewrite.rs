@@ -623,7 +623,7 @@ fn replace(
 
 /// Takes the entries of the rows `deleted` lists ((partition, chunk, rows) of `base`) out
 /// of every index of `next`.
-fn remove_entries(
+pub(crate) fn remove_entries(
     def: &TableDef,
     base: &TableVersion,
     next: &mut TableVersion,

@@ -13,6 +13,7 @@ use wireload_storage::{Catalog, Table, TableVersion};
 use wireload_types::sql::ident_name;
 
 use crate::error::SqlError;
+use crate::rebase::rebase;
 
 /// `BEGIN`, `COMMIT`, `ROLLBACK` or a savepoint statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +64,8 @@ pub(crate) fn of_ast(statement: &ast::Statement) -> Result<Option<TxStatement>, 
 struct Pinned {
     shared: Arc<Table>,
     private: Arc<Table>,
-    /// the version number the copy started from
-    base: u64,
-    /// that version's `content`: a later write to the table changes it, a compaction not
-    content: u64,
+    /// the version the copy started from
+    base: Arc<TableVersion>,
 }
 
 /// An open transaction.
@@ -96,8 +95,7 @@ impl Transaction {
                     Pinned {
                         shared,
                         private,
-                        base: version.number,
-                        content: version.content,
+                        base: version,
                     },
                 )
             })
@@ -161,33 +159,50 @@ impl Transaction {
         Ok(())
     }
 
-    /// Publishes every table the transaction wrote, all or none: none when another write
-    /// to one of them was published since `BEGIN` (a compaction is none), or when one was
-    /// dropped. Returns the tables it published.
-    pub(crate) fn commit(self, catalog: &Catalog) -> Result<Vec<Arc<Table>>, SqlError> {
+    /// Publishes every table the transaction wrote, all or none. A table that another
+    /// write changed since `BEGIN` gets the transaction's writes replayed on its current
+    /// version ([`crate::rebase`]); none is published when one of them cannot be (another
+    /// write touched a row the transaction wrote: first committer wins), or when a table
+    /// was dropped. Returns the tables it published. The replays run on `pool` (the writer
+    /// locks are held).
+    pub(crate) fn commit(
+        self,
+        catalog: &Catalog,
+        pool: &rayon::ThreadPool,
+    ) -> Result<Vec<Arc<Table>>, SqlError> {
         let written: Vec<&Pinned> = self
             .tables
             .values()
-            .filter(|p| p.private.snapshot().number != p.base)
+            .filter(|p| p.private.snapshot().number != p.base.number)
             .collect();
         // every writer lock in name order (the map's), so two commits cannot deadlock
         let guards: Vec<_> = written.iter().map(|p| p.shared.begin_write()).collect();
+        let mut next = Vec::with_capacity(written.len());
         for (p, guard) in written.iter().zip(&guards) {
+            let conflict = || SqlError::SerializationFailure {
+                table: p.shared.name().to_string(),
+            };
             let dropped = catalog
                 .table(p.shared.name())
                 .is_none_or(|t| !Arc::ptr_eq(&t, &p.shared));
-            if dropped || guard.base().content != p.content {
-                return Err(SqlError::SerializationFailure {
-                    table: p.shared.name().to_string(),
-                });
+            if dropped {
+                return Err(conflict());
             }
+            let (now, mine) = (guard.base(), p.private.snapshot());
+            let version = if now.content == p.base.content {
+                // nothing written since BEGIN (compactions at most, whose dropping of
+                // deleted rows the copy does without): the copy as it is, numbered after
+                let mut v = mine.as_ref().clone();
+                v.number = now.number.max(mine.number) + 1;
+                v
+            } else {
+                pool.install(|| rebase(p.shared.def(), &p.base, &mine, now))?
+                    .ok_or_else(conflict)?
+            };
+            next.push(version);
         }
-        for (p, guard) in written.iter().zip(guards) {
-            // numbered after the versions published since BEGIN (compactions only, whose
-            // dropping of deleted rows the copy does without)
-            let mut next = p.private.snapshot().as_ref().clone();
-            next.number = guard.base().number + 1;
-            guard.publish(next);
+        for (version, guard) in next.into_iter().zip(guards) {
+            guard.publish(version);
         }
         Ok(written.iter().map(|p| Arc::clone(&p.shared)).collect())
     }

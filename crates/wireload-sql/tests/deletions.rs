@@ -390,11 +390,11 @@ async fn a_compaction_is_no_write_for_transactions() {
     );
     assert_eq!(count_sum(&db).await.0, "999");
     assert_indexes_exact(&db, "t");
-    // a real write in between is a conflict, as before
+    // a write of the same row in between is a conflict
     run(&other, "BEGIN; UPDATE t SET v = 1 WHERE id = 6")
         .await
         .unwrap();
-    change(&db, "UPDATE t SET v = 2 WHERE id = 7").await;
+    change(&db, "UPDATE t SET v = 2 WHERE id = 6").await;
     let e = run(&other, "COMMIT").await.unwrap_err();
     assert_eq!(e.sqlstate().0, "40001", "{e}");
 }

@@ -62,7 +62,10 @@ async fn a_transaction_sees_its_snapshot_and_its_own_writes() {
     );
     run(&b, "INSERT INTO u VALUES (100)").await.unwrap();
     assert_eq!(query(&a, "SELECT n FROM u").await, vec![srow(&["7"])]);
-    // u was written by b after a began: a's commit fails as a whole, t included
+    // b changes the row a updated: a's commit fails as a whole, u included
+    run(&b, "UPDATE t SET v = 'eins' WHERE id = 1")
+        .await
+        .unwrap();
     let e = match run(&a, "COMMIT").await {
         Err(e) => e,
         Ok(out) => panic!("{out:?}"),
@@ -71,6 +74,10 @@ async fn a_transaction_sees_its_snapshot_and_its_own_writes() {
     assert!(!a.in_transaction());
     assert_eq!(count(&a, "t").await, "2");
     assert_eq!(query(&a, "SELECT n FROM u").await, vec![srow(&["100"])]);
+    assert_eq!(
+        query(&a, "SELECT v FROM t WHERE id = 1").await,
+        vec![srow(&["eins"])]
+    );
 
     // without a conflict every table is published at once
     run(
@@ -83,6 +90,92 @@ async fn a_transaction_sees_its_snapshot_and_its_own_writes() {
     assert_eq!(tag(&a, "COMMIT").await, "COMMIT");
     assert_eq!(count(&b, "t").await, "3");
     assert_eq!(count(&b, "u").await, "0");
+}
+
+/// Every row of t, by id.
+async fn all_of_t(db: &Database) -> Vec<common::Row> {
+    query(db, "SELECT id, v FROM t ORDER BY id").await
+}
+
+#[tokio::test]
+async fn writes_to_other_rows_commit_over_each_other() {
+    let (a, b) = two_sessions().await;
+    run(
+        &a,
+        "INSERT INTO t SELECT value, 'n' || value FROM generate_series(3, 20)",
+    )
+    .await
+    .unwrap();
+    run(
+        &a,
+        "BEGIN; UPDATE t SET v = 'a1' WHERE id = 1; DELETE FROM t WHERE id = 3; \
+         INSERT INTO t VALUES (100, 'a'); UPDATE t SET id = 50 WHERE id = 5; \
+         INSERT INTO u VALUES (1)",
+    )
+    .await
+    .unwrap();
+    // b writes other rows of both tables meanwhile
+    run(
+        &b,
+        "UPDATE t SET v = 'b2' WHERE id = 2; DELETE FROM t WHERE id = 4; \
+         INSERT INTO t VALUES (200, 'b'); INSERT INTO u VALUES (2)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(tag(&a, "COMMIT").await, "COMMIT");
+    let mut want = vec![srow(&["1", "a1"]), srow(&["2", "b2"])];
+    want.extend((6..=20).map(|i| srow(&[&i.to_string(), &format!("n{i}")])));
+    want.push(srow(&["50", "n5"]));
+    want.push(srow(&["100", "a"]));
+    want.push(srow(&["200", "b"]));
+    assert_eq!(all_of_t(&b).await, want);
+    assert_eq!(
+        query(&b, "SELECT n FROM u ORDER BY n").await,
+        vec![srow(&["1"]), srow(&["2"])]
+    );
+    // the primary key's index agrees, key by key
+    for id in [1, 2, 3, 4, 5, 6, 20, 50, 100, 200] {
+        let found = query(&b, &format!("SELECT v FROM t WHERE id = {id}")).await;
+        let expected: Vec<_> = want
+            .iter()
+            .filter(|r| r[0].as_deref() == Some(&id.to_string()))
+            .map(|r| vec![r[1].clone()])
+            .collect();
+        assert_eq!(found, expected, "id {id}");
+    }
+    // the same row (or key) written by both: the later committer fails, whole
+    for (mine, theirs) in [
+        (
+            "UPDATE t SET v = 'x' WHERE id = 6",
+            "UPDATE t SET v = 'y' WHERE id = 6",
+        ),
+        (
+            "DELETE FROM t WHERE id = 7",
+            "UPDATE t SET v = 'y' WHERE id = 7",
+        ),
+        (
+            "UPDATE t SET v = 'x' WHERE id = 8",
+            "DELETE FROM t WHERE id = 8",
+        ),
+        ("DELETE FROM t WHERE id = 9", "DELETE FROM t WHERE id = 9"),
+        (
+            "INSERT INTO t VALUES (300, 'x')",
+            "INSERT INTO t VALUES (300, 'y')",
+        ),
+        (
+            "UPDATE t SET id = 400 WHERE id = 10",
+            "INSERT INTO t VALUES (400, 'y')",
+        ),
+    ] {
+        run(&a, &format!("BEGIN; INSERT INTO u VALUES (9); {mine}"))
+            .await
+            .unwrap();
+        run(&b, theirs).await.unwrap();
+        let before = (all_of_t(&b).await, count(&b, "u").await);
+        let e = run(&a, "COMMIT").await.unwrap_err();
+        assert_eq!(e.sqlstate(), SqlState::SERIALIZATION_FAILURE, "{mine}: {e}");
+        assert_eq!((all_of_t(&b).await, count(&b, "u").await), before, "{mine}");
+    }
 }
 
 #[tokio::test]
