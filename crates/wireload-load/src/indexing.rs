@@ -251,7 +251,7 @@ impl LoadIndexes {
 }
 
 /// The values of `columns` at `row` of `batch`, as `v1, v2` (strings quoted as SQL literals).
-pub(crate) fn key_text(batch: &RecordBatch, columns: &[usize], row: usize) -> String {
+pub fn key_text(batch: &RecordBatch, columns: &[usize], row: usize) -> String {
     let opts = FormatOptions::default().with_null("NULL");
     columns
         .iter()

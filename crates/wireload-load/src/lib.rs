@@ -27,6 +27,7 @@ mod task;
 pub use append::{append_batches, table_chunks};
 pub use compact::{compact, worth_compacting};
 pub use error::{BadValue, KeySite, LoadError, Position};
+pub use indexing::key_text;
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;

@@ -16,7 +16,7 @@ use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Values, cast};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{self, ExprWithAlias, SelectItem};
-use wireload_storage::{TableDef, TableVersion};
+use wireload_storage::{TableDef, TableIndex, TableVersion};
 use wireload_types::{ColumnDef, SqlType};
 
 use crate::ddl::table_name;
@@ -31,8 +31,32 @@ pub struct Write {
     pub statement: Box<DfStatement>,
     /// `RETURNING` items, when given.
     pub returning: Option<Vec<SelectItem>>,
-    /// `INSERT ... ON CONFLICT [target] DO NOTHING`: rows whose key is taken are skipped.
-    pub skip_conflicts: Option<ConflictTarget>,
+    /// `INSERT ... ON CONFLICT ...`: what a row whose key is taken does.
+    pub on_conflict: Option<OnConflict>,
+}
+
+/// What `INSERT ... ON CONFLICT` does with a row whose key is taken.
+#[derive(Debug, Clone)]
+pub enum OnConflict {
+    /// `DO NOTHING`: the row is skipped.
+    Nothing(ConflictTarget),
+    /// `DO UPDATE SET ... [WHERE ...]`: the row holding the key is updated instead.
+    Update(Box<DoUpdate>),
+}
+
+/// `ON CONFLICT target DO UPDATE SET assignments [WHERE selection]`.
+#[derive(Debug, Clone)]
+pub struct DoUpdate {
+    /// The unique index whose keys are watched.
+    pub target: ConflictTarget,
+    /// The name the statement gives the table (`INSERT INTO t AS alias`), normalized.
+    pub alias: Option<String>,
+    /// `SET column = value, ...`: the table's row as `alias.column` (or `column`), the
+    /// proposed row as `excluded.column`.
+    pub assignments: Vec<ast::Assignment>,
+    /// Only rows for which it holds are updated (the others are neither updated nor
+    /// inserted).
+    pub selection: Option<ast::Expr>,
 }
 
 /// Which unique keys an `ON CONFLICT ... DO NOTHING` watches.
@@ -92,16 +116,21 @@ impl RowChange {
 /// An `INSERT`, `UPDATE` or `DELETE` statement: RETURNING taken apart, clauses wireload
 /// does not support refused.
 pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
-    let mut skip_conflicts = None;
+    let mut on_conflict = None;
     let returning = match &mut statement {
         ast::Statement::Insert(insert) => {
-            match insert.on.take() {
-                None => {}
+            // DataFusion plans no INSERT under an alias: only ON CONFLICT DO UPDATE uses it
+            let alias = insert
+                .table_alias
+                .take()
+                .map(|a| wireload_types::sql::ident_name(&a.alias));
+            on_conflict = match insert.on.take() {
+                None => None,
                 Some(ast::OnInsert::OnConflict(ast::OnConflict {
                     conflict_target,
-                    action: ast::OnConflictAction::DoNothing,
+                    action,
                 })) => {
-                    skip_conflicts = Some(match conflict_target {
+                    let target = match conflict_target {
                         None => ConflictTarget::Any,
                         Some(ast::ConflictTarget::Columns(cols)) => ConflictTarget::Columns(
                             cols.iter().map(wireload_types::sql::ident_name).collect(),
@@ -109,16 +138,34 @@ pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
                         Some(ast::ConflictTarget::OnConstraint(name)) => {
                             ConflictTarget::Constraint(table_name(&name)?)
                         }
-                    });
+                    };
+                    Some(match action {
+                        ast::OnConflictAction::DoNothing => OnConflict::Nothing(target),
+                        ast::OnConflictAction::DoUpdate(_) if target == ConflictTarget::Any => {
+                            return Err(SqlError::InvalidOption(
+                                "ON CONFLICT DO UPDATE requires a conflict target: \
+                                 ON CONFLICT (columns) or ON CONFLICT ON CONSTRAINT name"
+                                    .into(),
+                            ));
+                        }
+                        ast::OnConflictAction::DoUpdate(up) => {
+                            OnConflict::Update(Box::new(DoUpdate {
+                                target,
+                                alias,
+                                assignments: up.assignments,
+                                selection: up.selection,
+                            }))
+                        }
+                    })
                 }
                 Some(_) => {
                     return Err(SqlError::NotSupported(
-                        "INSERT ... ON CONFLICT DO UPDATE (and ON DUPLICATE KEY UPDATE) is not \
-                         supported yet; ON CONFLICT DO NOTHING is"
+                        "INSERT ... ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT \
+                         (columns) DO UPDATE"
                             .into(),
                     ));
                 }
-            }
+            };
             insert.returning.take()
         }
         ast::Statement::Update(update) => update.returning.take(),
@@ -132,7 +179,7 @@ pub(crate) fn write(mut statement: ast::Statement) -> Result<Write, SqlError> {
     Ok(Write {
         statement: Box::new(DfStatement::Statement(Box::new(statement))),
         returning,
-        skip_conflicts,
+        on_conflict,
     })
 }
 
@@ -370,8 +417,22 @@ pub(crate) fn free_rows(
     target: &ConflictTarget,
     batches: Vec<RecordBatch>,
 ) -> Result<Vec<RecordBatch>, SqlError> {
+    let watched = watched(def, version, target)?;
+    let encoders = watched
+        .iter()
+        .map(|i| i.def.encoder(&def.schema))
+        .collect::<Result<Vec<_>, _>>()?;
+    free_rows_of(&watched, &encoders, batches)
+}
+
+/// The unique indexes of `version` (of table `def`) that `ON CONFLICT target` watches.
+pub(crate) fn watched<'v>(
+    def: &TableDef,
+    version: &'v TableVersion,
+    target: &ConflictTarget,
+) -> Result<Vec<&'v TableIndex>, SqlError> {
     let unique = version.indexes.iter().filter(|i| i.def.unique);
-    let watched: Vec<_> = match target {
+    Ok(match target {
         ConflictTarget::Any => unique.collect(),
         ConflictTarget::Columns(names) => {
             let mut columns = crate::ddl::column_positions(def, names)?;
@@ -398,18 +459,22 @@ pub(crate) fn free_rows(
                 ))
             })?]
         }
-    };
-    let encoders = watched
-        .iter()
-        .map(|i| i.def.encoder(&def.schema))
-        .collect::<Result<Vec<_>, _>>()?;
+    })
+}
+
+/// Does the body of [`free_rows`]: see there.
+fn free_rows_of(
+    watched: &[&TableIndex],
+    encoders: &[wireload_storage::KeyEncoder],
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>, SqlError> {
     let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); watched.len()];
     let mut entries = Vec::new();
     let mut out = Vec::with_capacity(batches.len());
     for batch in batches {
         let keys: Result<Vec<_>, _> = watched
             .iter()
-            .zip(&encoders)
+            .zip(encoders)
             .map(|(i, e)| {
                 let columns: Vec<_> = i
                     .def

@@ -29,6 +29,7 @@ impl SqlState {
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
+    pub const CARDINALITY_VIOLATION: SqlState = SqlState("21000");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
@@ -173,6 +174,12 @@ pub enum SqlError {
     /// the table.
     #[error("there is no unique constraint matching the ON CONFLICT specification: {0}")]
     NoConflictTarget(String),
+    /// Two rows of an `INSERT ... ON CONFLICT DO UPDATE` have the same key.
+    #[error(
+        "ON CONFLICT DO UPDATE command cannot affect row a second time: two proposed rows \
+         have the key ({0})"
+    )]
+    UpsertTwice(String),
     /// RELEASE or ROLLBACK TO a savepoint the transaction does not have.
     #[error("savepoint \"{0}\" does not exist")]
     NoSuchSavepoint(String),
@@ -274,6 +281,7 @@ impl SqlError {
             SqlError::InFailedTransaction => SqlState::IN_FAILED_SQL_TRANSACTION,
             SqlError::NoTransaction(_) => SqlState::NO_ACTIVE_SQL_TRANSACTION,
             SqlError::NoConflictTarget(_) => SqlState::INVALID_COLUMN_REFERENCE,
+            SqlError::UpsertTwice(_) => SqlState::CARDINALITY_VIOLATION,
             SqlError::NoSuchSavepoint(_) => SqlState::INVALID_SAVEPOINT_SPECIFICATION,
             SqlError::Resources(_) => SqlState::INSUFFICIENT_RESOURCES,
             SqlError::Internal(_) => SqlState::INTERNAL_ERROR,

@@ -35,6 +35,7 @@ mod rewrite;
 mod settings;
 mod transaction;
 mod unload;
+mod upsert;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +61,7 @@ pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
 /// Parameter values of prepared statements ([`Database::execute_prepared`]).
 pub use datafusion::common::ScalarValue;
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
-pub use dml::{ConflictTarget, CreateTableAs, RowChange, Truncate, Write};
+pub use dml::{ConflictTarget, CreateTableAs, DoUpdate, OnConflict, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
@@ -147,8 +148,8 @@ pub struct PreparedStatement {
     plan: Arc<LogicalPlan>,
     /// The RETURNING list of a write.
     returning: Option<Vec<ast::SelectItem>>,
-    /// An INSERT's `ON CONFLICT ... DO NOTHING`.
-    skip_conflicts: Option<ConflictTarget>,
+    /// An INSERT's `ON CONFLICT` clause.
+    on_conflict: Option<OnConflict>,
     /// Each parameter's type, when the statement tells it.
     params: Vec<Option<arrow::datatypes::DataType>>,
     /// The key access, for a read or update of one row by a unique key.
@@ -355,9 +356,9 @@ impl Database {
                 statements.len()
             )));
         }
-        let (statement, returning, skip_conflicts) = match statements.remove(0).statement {
+        let (statement, returning, on_conflict) = match statements.remove(0).statement {
             Statement::Query(q) => (q, None, None),
-            Statement::Write(w) => (w.statement, w.returning, w.skip_conflicts),
+            Statement::Write(w) => (w.statement, w.returning, w.on_conflict),
             _ => {
                 return Err(SqlError::NotSupported(
                     "only queries, INSERT, UPDATE and DELETE can be prepared".into(),
@@ -390,7 +391,7 @@ impl Database {
         Ok(PreparedStatement {
             plan: Arc::new(plan),
             returning,
-            skip_conflicts,
+            on_conflict,
             params,
             keyed,
         })
@@ -433,7 +434,7 @@ impl Database {
                     .write_plan(
                         dml,
                         prepared.returning.clone(),
-                        prepared.skip_conflicts.as_ref(),
+                        prepared.on_conflict.as_ref(),
                         ctl,
                     )
                     .await;
@@ -759,7 +760,7 @@ impl Database {
                 plan.display()
             )));
         };
-        self.write_plan(dml, write.returning, write.skip_conflicts.as_ref(), ctl)
+        self.write_plan(dml, write.returning, write.on_conflict.as_ref(), ctl)
             .await
     }
 
@@ -769,14 +770,13 @@ impl Database {
         &self,
         dml: DmlStatement,
         returning: Option<Vec<ast::SelectItem>>,
-        skip_conflicts: Option<&ConflictTarget>,
+        on_conflict: Option<&OnConflict>,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
             WriteOp::Insert(InsertOp::Append) => {
-                self.insert(&table, dml, returning, skip_conflicts, ctl)
-                    .await
+                self.insert(&table, dml, returning, on_conflict, ctl).await
             }
             WriteOp::Update | WriteOp::Delete => {
                 let out = self.rewrite(&table, dml, returning, ctl).await?;
@@ -794,13 +794,20 @@ impl Database {
         table: &Arc<Table>,
         dml: DmlStatement,
         returning: Option<Vec<ast::SelectItem>>,
-        skip_conflicts: Option<&ConflictTarget>,
+        on_conflict: Option<&OnConflict>,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
         let df = self.ctx.execute_logical_plan(input).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         let all = self.collect(df, ctl).await?;
+        let skip_conflicts = match on_conflict {
+            None => None,
+            Some(OnConflict::Nothing(target)) => Some(target),
+            Some(OnConflict::Update(up)) => {
+                return self.upsert(table, schema, all, returning, up, ctl).await;
+            }
+        };
         // ON CONFLICT DO NOTHING: the rows whose keys are free now; when another write
         // takes one of them before this one publishes, it starts again
         const ATTEMPTS: usize = 5;
@@ -837,6 +844,61 @@ impl Database {
             }));
         }
         unreachable!("the last attempt returns")
+    }
+
+    /// `INSERT ... ON CONFLICT (target) DO UPDATE` of the rows `all` (in the table's column
+    /// order and types): the rows whose key is taken update the row holding it, the others
+    /// are inserted, published together over one snapshot (run again when another write
+    /// published first; 40001 after the last attempt).
+    async fn upsert(
+        &self,
+        table: &Arc<Table>,
+        schema: arrow::datatypes::SchemaRef,
+        all: Vec<RecordBatch>,
+        returning: Option<Vec<ast::SelectItem>>,
+        up: &DoUpdate,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
+        const ATTEMPTS: usize = 5;
+        let proposed = arrow::compute::concat_batches(&schema, &all)?;
+        let what = format!("INSERT {}", quote_ident(table.name()));
+        for _ in 0..ATTEMPTS {
+            let base = table.snapshot();
+            let split = upsert::split(table.def(), &base, &up.target, &proposed)?;
+            let (new, keep) = upsert::updated(table.def(), up, &base, &split).await?;
+            let (def, snapshot, what) = (Arc::clone(table.def()), Arc::clone(&base), what.clone());
+            let written = self
+                .run_blocking(None, move || {
+                    upsert::apply(&def, &snapshot, split, new, &keep, &what)
+                })
+                .await?;
+            let returned = dml::returning_of(
+                &self.ctx,
+                table.name(),
+                returning.as_deref(),
+                Arc::clone(&base.schema),
+                written.returned,
+            )
+            .await?;
+            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(SqlError::Cancelled);
+            }
+            let guard = table.begin_write();
+            if guard.base().number != base.number {
+                continue;
+            }
+            if written.rows > 0 {
+                guard.publish(written.version);
+            }
+            return Ok(StatementOutput::Changed(RowChange {
+                command: "INSERT",
+                rows: written.rows,
+                returning: returned,
+            }));
+        }
+        Err(SqlError::SerializationFailure {
+            table: table.name().to_string(),
+        })
     }
 
     /// `UPDATE` or `DELETE` over the table's current snapshot, published only when no

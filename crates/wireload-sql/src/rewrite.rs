@@ -186,30 +186,7 @@ pub(crate) fn update_from_query(
     let column = |name: &str| {
         ast::Expr::CompoundIdentifier(vec![target.clone(), ast::Ident::with_quote('"', name)])
     };
-    // the new value of each column: its assignment, or the column as it is
-    let mut values: Vec<Option<ast::Expr>> = vec![None; def.schema.columns.len()];
-    for a in &update.assignments {
-        let ast::AssignmentTarget::ColumnName(col) = &a.target else {
-            return Err(unsupported("of a column tuple"));
-        };
-        let named = col
-            .0
-            .last()
-            .and_then(|p| p.as_ident())
-            .map(wireload_types::sql::ident_name)
-            .unwrap_or_default();
-        let Some(c) = def.schema.columns.iter().position(|d| d.name == named) else {
-            return Err(SqlError::UndefinedColumn {
-                table: def.name.clone(),
-                column: named,
-            });
-        };
-        if values[c].replace(a.value.clone()).is_some() {
-            return Err(SqlError::InvalidOption(format!(
-                "multiple assignments to same column \"{named}\""
-            )));
-        }
-    }
+    let values = assigned(def, &update.assignments, "UPDATE")?;
     let mut projection: Vec<ast::SelectItem> = def
         .schema
         .columns
@@ -229,6 +206,41 @@ pub(crate) fn update_from_query(
         None => {}
     }
     select_query(projection, from, update.selection.clone())
+}
+
+/// The value `assignments` give each column of `def` (`None`: the column keeps its value);
+/// `what` names the statement in errors.
+pub(crate) fn assigned(
+    def: &TableDef,
+    assignments: &[ast::Assignment],
+    what: &str,
+) -> Result<Vec<Option<ast::Expr>>, SqlError> {
+    let mut values: Vec<Option<ast::Expr>> = vec![None; def.schema.columns.len()];
+    for a in assignments {
+        let ast::AssignmentTarget::ColumnName(col) = &a.target else {
+            return Err(SqlError::NotSupported(format!(
+                "{what} of a column tuple is not supported yet"
+            )));
+        };
+        let named = col
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(wireload_types::sql::ident_name)
+            .unwrap_or_default();
+        let Some(c) = def.schema.columns.iter().position(|d| d.name == named) else {
+            return Err(SqlError::UndefinedColumn {
+                table: def.name.clone(),
+                column: named,
+            });
+        };
+        if values[c].replace(a.value.clone()).is_some() {
+            return Err(SqlError::InvalidOption(format!(
+                "multiple assignments to same column \"{named}\""
+            )));
+        }
+    }
+    Ok(values)
 }
 
 /// The query a `DELETE FROM target USING ... WHERE ...` of the table `def` stands for
@@ -311,7 +323,7 @@ fn key_items<'a>(
 }
 
 /// `SELECT projection FROM from WHERE selection` as a query AST.
-fn select_query(
+pub(crate) fn select_query(
     projection: Vec<ast::SelectItem>,
     from: Vec<ast::TableWithJoins>,
     selection: Option<ast::Expr>,
@@ -546,7 +558,7 @@ pub(crate) fn apply_keys(
 }
 
 /// The new versions of the rows a write changes.
-enum NewRows<'a> {
+pub(crate) enum NewRows<'a> {
     /// None: a DELETE.
     None,
     /// The new value of every column, over the old rows.
@@ -558,7 +570,7 @@ enum NewRows<'a> {
 /// The next version of `base`: the rows `touched` marks deleted (added to their chunks'
 /// deletion vectors, their entries taken out of every index) and `new_rows` appended in
 /// new chunks (checked against the constraints, merged into the indexes as a load's).
-fn replace(
+pub(crate) fn replace(
     def: &Arc<TableDef>,
     base: &TableVersion,
     touched: Vec<Vec<Option<BooleanArray>>>,

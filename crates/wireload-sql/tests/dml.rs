@@ -198,10 +198,10 @@ async fn failing_inserts_change_nothing() {
     assert!(
         fail(
             &db,
-            "INSERT INTO p (id, active) VALUES (1, true) ON CONFLICT (id) DO UPDATE SET active = false"
+            "INSERT INTO p (id, active) VALUES (1, true) ON CONFLICT DO UPDATE SET active = false"
         )
         .await
-        .contains("ON CONFLICT DO UPDATE")
+        .contains("requires a conflict target")
     );
 }
 
@@ -1015,14 +1015,30 @@ async fn prepared_key_updates_change_the_row_in_place_as_updates_do() {
     .await
     .unwrap();
     run(&db, "BEGIN; EXECUTE bump(5)").await.unwrap();
-    run(&other, "BEGIN; EXECUTE bump(6); COMMIT").await.unwrap();
+    run(&other, "BEGIN; EXECUTE bump(5); EXECUTE bump(6); COMMIT")
+        .await
+        .unwrap();
     assert_eq!(
         error(&db, "COMMIT").await.sqlstate(),
         SqlState::SERIALIZATION_FAILURE
     );
     assert_eq!(
-        query(&db, "SELECT v FROM a WHERE id IN (5, 6) ORDER BY id").await,
-        vec![a[4][2..3].to_vec(), srow(&["8888"])]
+        query(&db, "SELECT v FROM a WHERE id IN (5, 6, 7) ORDER BY id").await,
+        vec![srow(&["8888"]), srow(&["8888"]), a[6][2..3].to_vec()]
+    );
+    // other rows: both commit (conflicts are per row)
+    run(
+        &db,
+        "PREPARE seven(INT) AS UPDATE a SET v = 7777 WHERE id = $1",
+    )
+    .await
+    .unwrap();
+    run(&db, "BEGIN; EXECUTE seven(7)").await.unwrap();
+    run(&other, "BEGIN; EXECUTE bump(8); COMMIT").await.unwrap();
+    run(&db, "COMMIT").await.unwrap();
+    assert_eq!(
+        query(&db, "SELECT v FROM a WHERE id IN (7, 8) ORDER BY id").await,
+        vec![srow(&["7777"]), srow(&["8888"])]
     );
 }
 
@@ -1278,8 +1294,8 @@ async fn insert_on_conflict_do_nothing_skips_taken_keys() {
             SqlState::INVALID_COLUMN_REFERENCE,
         ),
         (
-            "INSERT INTO p (id, name, active) VALUES (1, 'a', true) ON CONFLICT (id) DO UPDATE SET name = 'b'",
-            SqlState::FEATURE_NOT_SUPPORTED,
+            "INSERT INTO p (id, name, active) VALUES (1, 'a', true) ON CONFLICT (id) DO UPDATE SET nope = 'b'",
+            SqlState::UNDEFINED_COLUMN,
         ),
         (
             "INSERT INTO p (id, name, active) VALUES (20, 'a', NULL) ON CONFLICT DO NOTHING",
@@ -1314,5 +1330,115 @@ async fn insert_on_conflict_do_nothing_skips_taken_keys() {
             matches!(&out, StatementOutput::Changed(c) if c.rows == expected),
             "{out:?}"
         );
+    }
+}
+
+#[tokio::test]
+async fn on_conflict_do_update_updates_the_row_holding_the_key() {
+    let db = ten_people().await;
+    let rows = |sql: &'static str| {
+        let db = &db;
+        async move { query(db, sql).await }
+    };
+    // 1 and 2 are taken (updated), 11 is free (inserted); one statement, one version
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (id, name, active) VALUES (1, 'x1', true), (11, 'x11', false), \
+             (2, 'x2', false) ON CONFLICT (id) DO UPDATE SET name = excluded.name || '!', \
+             active = NOT p.active"
+        )
+        .await,
+        "INSERT 0 3"
+    );
+    assert_eq!(
+        rows("SELECT id, name, active FROM p WHERE id IN (1, 2, 11) ORDER BY id").await,
+        vec![
+            srow(&["1", "x1!", "true"]),
+            srow(&["2", "x2!", "false"]),
+            srow(&["11", "x11", "false"])
+        ]
+    );
+    assert_eq!(rows("SELECT count(*) FROM p").await, vec![srow(&["11"])]);
+    assert_eq!(
+        rows("SELECT name FROM p WHERE id = 2").await,
+        vec![srow(&["x2!"])],
+        "the index finds the new version"
+    );
+    // only the rows the WHERE admits are updated; the others are neither updated nor
+    // inserted
+    assert_eq!(
+        change(
+            &db,
+            "INSERT INTO p (id, name, active) VALUES (3, 'y3', true), (4, 'y4', true) \
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name WHERE p.id = 3"
+        )
+        .await,
+        "INSERT 0 1"
+    );
+    assert_eq!(
+        rows("SELECT name FROM p WHERE id IN (3, 4) ORDER BY id").await,
+        vec![srow(&["y3"]), srow(&["n4"])]
+    );
+    // a bare column is the table's; the table under an alias; a constraint as the target
+    change(
+        &db,
+        "INSERT INTO p AS q (id, name, active) VALUES (5, 'z', true) \
+         ON CONFLICT ON CONSTRAINT p_pkey DO UPDATE SET name = q.name || excluded.name, \
+         score = score",
+    )
+    .await;
+    assert_eq!(
+        rows("SELECT name FROM p WHERE id = 5").await,
+        vec![srow(&["n5z"])]
+    );
+    // RETURNING sees the inserted rows and the updated rows' new versions
+    let out = run(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (6, 'r', true), (12, 'r12', true) \
+         ON CONFLICT (id) DO UPDATE SET name = 'upd' RETURNING id, name",
+    )
+    .await
+    .unwrap();
+    let Some(StatementOutput::Changed(c)) = out.last() else {
+        panic!("{out:?}")
+    };
+    let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
+    let mut got = rows_of(batches);
+    got.sort();
+    assert_eq!(got, vec![srow(&["12", "r12"]), srow(&["6", "upd"])]);
+    // the key itself may change: the row moves
+    change(
+        &db,
+        "INSERT INTO p (id, name, active) VALUES (9, 'k', true) ON CONFLICT (id) DO UPDATE SET id = 90",
+    )
+    .await;
+    assert!(rows("SELECT * FROM p WHERE id = 9").await.is_empty());
+    assert_eq!(
+        rows("SELECT name FROM p WHERE id = 90").await,
+        vec![srow(&["n9"])]
+    );
+    // failures change nothing: a key proposed twice (21000), a value too long for its
+    // column, a new key that is taken
+    let before = rows("SELECT * FROM p ORDER BY id").await;
+    for (sql, state) in [
+        (
+            "INSERT INTO p (id, name, active) VALUES (7, 'a', true), (7, 'b', true) \
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name",
+            SqlState::CARDINALITY_VIOLATION,
+        ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (8, 'a', true), (13, 'b', true) \
+             ON CONFLICT (id) DO UPDATE SET name = 'far too long'",
+            SqlState::STRING_DATA_RIGHT_TRUNCATION,
+        ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (8, 'a', true), (14, 'b', true) \
+             ON CONFLICT (id) DO UPDATE SET id = 10",
+            SqlState::UNIQUE_VIOLATION,
+        ),
+    ] {
+        assert_eq!(error(&db, sql).await.sqlstate(), state, "{sql}");
+        assert_eq!(rows("SELECT * FROM p ORDER BY id").await, before, "{sql}");
     }
 }

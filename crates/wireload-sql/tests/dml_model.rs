@@ -363,8 +363,23 @@ fn duck_statement(rng: &mut StdRng) -> String {
             returning(rng)
         ),
         0 | 1 => {
+            let skip = match rng.random_range(0..10) {
+                0..=2 => " ON CONFLICT DO NOTHING",
+                3 => {
+                    " ON CONFLICT (id) DO UPDATE SET a = excluded.a + coalesce(a, 0), b = excluded.b"
+                }
+                4 => " ON CONFLICT (id) DO UPDATE SET c = excluded.c, d = NOT d WHERE excluded.d",
+                _ => "",
+            };
+            // a key proposed twice is an error for DO UPDATE in PostgreSQL (and wireload),
+            // not in DuckDB: distinct keys there
+            let mut ids = std::collections::HashSet::new();
             let rows: Vec<String> = (0..rng.random_range(1..=4))
                 .map(|_| {
+                    let mut id = rng.random_range(0..120);
+                    while skip.contains("DO UPDATE") && !ids.insert(id) {
+                        id = rng.random_range(0..120);
+                    }
                     let a = if rng.random_bool(0.15) {
                         "NULL".to_string()
                     } else {
@@ -377,19 +392,13 @@ fn duck_statement(rng: &mut StdRng) -> String {
                         _ => "false",
                     };
                     format!(
-                        "({}, {a}, {}, {}.{:02}, {d})",
-                        rng.random_range(0..120),
+                        "({id}, {a}, {}, {}.{:02}, {d})",
                         short_text(rng),
                         rng.random_range(-30..30),
                         rng.random_range(0..100)
                     )
                 })
                 .collect();
-            let skip = if rng.random_bool(0.3) {
-                " ON CONFLICT DO NOTHING"
-            } else {
-                ""
-            };
             format!(
                 "INSERT INTO t VALUES {}{skip}{}",
                 rows.join(", "),
@@ -475,7 +484,7 @@ async fn random_writes_equal_duckdb() {
     ];
     let python = duckdb_python();
     let dir = tempfile::tempdir().unwrap();
-    let (mut skipped, mut using) = (0, 0);
+    let (mut skipped, mut using, mut upserts) = (0, 0, 0);
     for seed in 0..3u64 {
         let mut rng = StdRng::seed_from_u64(100 + seed);
         let mut statements: Vec<String> = setup.iter().map(|s| s.to_string()).collect();
@@ -514,6 +523,7 @@ async fn random_writes_equal_duckdb() {
                     );
                     if let Some(StatementOutput::Changed(c)) = out.last() {
                         using += usize::from(sql.contains("USING s") && c.rows > 0);
+                        upserts += usize::from(sql.contains("DO UPDATE") && c.rows > 0);
                         if let Some(want) = &duck.returning {
                             let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
                             let mut got = common::rows_of(batches);
@@ -526,7 +536,7 @@ async fn random_writes_equal_duckdb() {
                             assert_eq!(c.rows, n, "{context}: rows");
                             // ON CONFLICT DO NOTHING that left rows out
                             let tuples = sql.matches("), (").count() as u64 + 1;
-                            skipped += usize::from(sql.contains("ON CONFLICT") && n < tuples);
+                            skipped += usize::from(sql.contains("DO NOTHING") && n < tuples);
                         }
                     }
                 }
@@ -560,5 +570,9 @@ async fn random_writes_equal_duckdb() {
     assert!(
         using >= 3,
         "{using} DELETE ... USING statements deleted rows"
+    );
+    assert!(
+        upserts >= 3,
+        "{upserts} ON CONFLICT DO UPDATE statements changed rows"
     );
 }
