@@ -302,6 +302,23 @@ async fn unloads_and_transactions_see_live_rows() {
         let id: i64 = l.split(',').next().unwrap().parse().unwrap();
         id % 2 == 1
     }));
+    // EXPORT writes the live rows; IMPORT gets them (and the indexes) back
+    let export = dir.path().join("export");
+    run(
+        &db,
+        &format!("EXPORT DATABASE {}", lit(export.to_str().unwrap())),
+    )
+    .await
+    .unwrap();
+    let copy = common::db(2);
+    run(
+        &copy,
+        &format!("IMPORT DATABASE {}", lit(export.to_str().unwrap())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count_sum(&copy).await, count_sum(&db).await);
+    assert_indexes_exact(&copy, "t");
     // a transaction's delete stays its own until COMMIT, and ROLLBACK drops it
     run(&db, "BEGIN; DELETE FROM t WHERE id < 50")
         .await
