@@ -776,7 +776,14 @@ impl Database {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
             WriteOp::Insert(InsertOp::Append) => {
-                self.insert(&table, dml, returning, on_conflict, ctl).await
+                let out = self
+                    .insert(&table, dml, returning, on_conflict, ctl)
+                    .await?;
+                if matches!(on_conflict, Some(OnConflict::Update(_))) {
+                    // its updates deleted rows
+                    self.compact_later(&table);
+                }
+                Ok(out)
             }
             WriteOp::Update | WriteOp::Delete => {
                 let out = self.rewrite(&table, dml, returning, ctl).await?;
