@@ -60,10 +60,14 @@ pub(crate) fn split(
         .iter()
         .map(|&c| Arc::clone(proposed.column(c)))
         .collect();
-    let keys = encoder.encode(&columns).map_err(|e| SqlError::Load {
-        table: def.name.clone(),
-        error: wireload_load::LoadError::Options(format!("a key of the ON CONFLICT target: {e}")),
-    })?;
+    let Ok(keys) = encoder.encode(&columns) else {
+        // a NULL key: inserting the rows reports it as the constraint's violation
+        return Ok(Split {
+            fresh: proposed.clone(),
+            clashing: proposed.slice(0, 0),
+            at: Vec::new(),
+        });
+    };
     let mut seen = HashSet::with_capacity(proposed.num_rows());
     let mut fresh = Vec::with_capacity(proposed.num_rows());
     let mut at = Vec::new();

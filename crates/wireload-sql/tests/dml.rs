@@ -1437,6 +1437,11 @@ async fn on_conflict_do_update_updates_the_row_holding_the_key() {
              ON CONFLICT (id) DO UPDATE SET id = 10",
             SqlState::UNIQUE_VIOLATION,
         ),
+        (
+            "INSERT INTO p (id, name, active) VALUES (8, 'a', true), (NULL, 'b', true) \
+             ON CONFLICT (id) DO UPDATE SET name = 'c'",
+            SqlState::NOT_NULL_VIOLATION,
+        ),
     ] {
         assert_eq!(error(&db, sql).await.sqlstate(), state, "{sql}");
         assert_eq!(rows("SELECT * FROM p ORDER BY id").await, before, "{sql}");
