@@ -519,11 +519,7 @@ pub(crate) fn apply_keys(
     let encoded = encoder
         .encode(keys)
         .map_err(|e| SqlError::Internal(e.to_string()))?;
-    let mut masks: Vec<Vec<Option<Vec<bool>>>> = base
-        .partitions
-        .iter()
-        .map(|p| vec![None; p.chunks.len()])
-        .collect();
+    let mut marks = RowMarks::new(base);
     let mut first = Vec::with_capacity(encoded.len());
     let mut entries = Vec::with_capacity(1);
     for i in 0..encoded.len() {
@@ -534,27 +530,50 @@ pub(crate) fn apply_keys(
                 "{what}: a row the query found is not in the table"
             )));
         };
-        let at = index.index.row_id(e);
-        let (p, c) = (at.partition as usize, at.chunk as usize);
-        let rows = base.partitions[p].chunks[c].num_rows();
-        let mask = masks[p][c].get_or_insert_with(|| vec![false; rows]);
-        first.push(!mask[at.row as usize]);
-        mask[at.row as usize] = true;
+        first.push(marks.mark(base, index.index.row_id(e)));
     }
-    let touched = masks
-        .into_iter()
-        .map(|part| {
-            part.into_iter()
-                .map(|m| m.map(BooleanArray::from))
-                .collect()
-        })
-        .collect();
+    let touched = marks.into_touched();
     let new_rows = match new {
         None => NewRows::None,
         Some(new) if first.iter().all(|&f| f) => NewRows::Given(new),
         Some(new) => NewRows::Given(filter_record_batch(&new, &BooleanArray::from(first))?),
     };
     replace(def, base, touched, new_rows, what)
+}
+
+/// Rows of a version marked one at a time, per chunk: the `touched` of [`replace`].
+pub(crate) struct RowMarks(Vec<Vec<Option<Vec<bool>>>>);
+
+impl RowMarks {
+    /// No row of `base` marked.
+    pub(crate) fn new(base: &TableVersion) -> Self {
+        RowMarks(
+            base.partitions
+                .iter()
+                .map(|p| vec![None; p.chunks.len()])
+                .collect(),
+        )
+    }
+
+    /// Marks row `at` of `base`; false when it was marked already.
+    pub(crate) fn mark(&mut self, base: &TableVersion, at: RowId) -> bool {
+        let (p, c) = (at.partition as usize, at.chunk as usize);
+        let rows = base.partitions[p].chunks[c].num_rows();
+        let mask = self.0[p][c].get_or_insert_with(|| vec![false; rows]);
+        !std::mem::replace(&mut mask[at.row as usize], true)
+    }
+
+    /// The marks, per partition and chunk (`None`: no row of the chunk).
+    pub(crate) fn into_touched(self) -> Vec<Vec<Option<BooleanArray>>> {
+        self.0
+            .into_iter()
+            .map(|part| {
+                part.into_iter()
+                    .map(|m| m.map(BooleanArray::from))
+                    .collect()
+            })
+            .collect()
+    }
 }
 
 /// The new versions of the rows a write changes.

@@ -23,7 +23,7 @@ use wireload_storage::{RowId, Table, TableDef, TableVersion};
 
 use crate::dml::{ConflictTarget, DoUpdate};
 use crate::error::SqlError;
-use crate::rewrite::{self, NewRows, Written};
+use crate::rewrite::{self, NewRows, RowMarks, Written};
 
 /// Column that numbers the clashing rows in the query that computes their new values.
 const ROW: &str = "__wireload_row";
@@ -273,26 +273,13 @@ pub(crate) fn apply(
     keep: &BooleanArray,
     what: &str,
 ) -> Result<Written, SqlError> {
-    let mut masks: Vec<Vec<Option<Vec<bool>>>> = base
-        .partitions
-        .iter()
-        .map(|p| vec![None; p.chunks.len()])
-        .collect();
-    for (i, at) in split.at.iter().enumerate() {
+    let mut marks = RowMarks::new(base);
+    for (i, &at) in split.at.iter().enumerate() {
         if keep.value(i) {
-            let (p, c) = (at.partition as usize, at.chunk as usize);
-            let rows = base.partitions[p].chunks[c].num_rows();
-            masks[p][c].get_or_insert_with(|| vec![false; rows])[at.row as usize] = true;
+            marks.mark(base, at);
         }
     }
-    let touched = masks
-        .into_iter()
-        .map(|part| {
-            part.into_iter()
-                .map(|m| m.map(BooleanArray::from))
-                .collect()
-        })
-        .collect();
+    let touched = marks.into_touched();
     let new = filter_record_batch(&new, keep)?;
     let written = rewrite::replace(def, base, touched, NewRows::Given(new), what)?;
     let inserted = split.fresh.num_rows() as u64;
