@@ -2,79 +2,28 @@
 //! merged on rayon pools of 1–4 threads must answer every lookup and range scan as a
 //! `BTreeMap` over the same keys does, detect duplicates, and stay persistent.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::ops::Bound;
 
+use common::{Model, enc_str, enc_u32, keys_of, model_range};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
-use wireload_index::{Duplicate, EntryRef, Index, IndexKind, Keys, RowId};
+use wireload_index::{Duplicate, EntryRef, Index, IndexKind, RowId};
 
 // ---------------------------------------------------------------------------------------
 // Key encodings (as the key encoder writes them)
-
-/// i32 encoding of a 32-bit value: big-endian, sign bit flipped.
-fn enc_u32(v: u32) -> Vec<u8> {
-    (v ^ 0x8000_0000).to_be_bytes().to_vec()
-}
 
 /// i64 encoding of a 64-bit value.
 fn enc_u64(v: u64) -> Vec<u8> {
     (v ^ (1 << 63)).to_be_bytes().to_vec()
 }
 
-/// Prefix-free string encoding: 0x00 as 0x00 0xFF, terminated by 0x00 0x00.
-fn enc_str(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    for &b in s {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
-    }
-    out.extend_from_slice(&[0, 0]);
-    out
-}
-
-/// Keys of one segment, fixed-width when they all have one length.
-fn keys_of(keys: &[Vec<u8>]) -> Keys {
-    let width = keys.first().map_or(0, Vec::len);
-    if width > 0 && keys.iter().all(|k| k.len() == width) {
-        Keys::fixed(width, keys.concat())
-    } else {
-        let mut offsets = vec![0u32];
-        let mut bytes = Vec::new();
-        for k in keys {
-            bytes.extend_from_slice(k);
-            offsets.push(bytes.len() as u32);
-        }
-        Keys::from_parts(bytes, offsets)
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // The reference: a BTreeMap and the prefix-aware bounds of `Index::range`
-
-fn lower_ok(k: &[u8], lo: Bound<&[u8]>) -> bool {
-    match lo {
-        Bound::Unbounded => true,
-        Bound::Included(p) => k >= p,
-        Bound::Excluded(p) => k > p && !k.starts_with(p),
-    }
-}
-
-fn upper_ok(k: &[u8], hi: Bound<&[u8]>) -> bool {
-    match hi {
-        Bound::Unbounded => true,
-        Bound::Included(p) => k <= p || k.starts_with(p),
-        Bound::Excluded(p) => k < p,
-    }
-}
-
-/// Key → entries in insertion order (segment, then position).
-type Model = BTreeMap<Vec<u8>, Vec<EntryRef>>;
 
 fn model(segments: &[Vec<Vec<u8>>]) -> Model {
     let mut m = Model::new();
@@ -86,13 +35,6 @@ fn model(segments: &[Vec<Vec<u8>>]) -> Model {
         }
     }
     m
-}
-
-fn model_range(m: &Model, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Vec<EntryRef> {
-    m.iter()
-        .filter(|(k, _)| lower_ok(k, lo) && upper_ok(k, hi))
-        .flat_map(|(_, v)| v.iter().copied())
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,51 +4,20 @@
 //! and removed keys, entries (in key order for ART), ranges and prefixes (ART), `len` —
 //! and against clones taken before a step (persistence).
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 
+use common::{Model, enc_str, enc_u32, keys_of, model_range};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use wireload_index::{Duplicate, EntryRef, Index, IndexKind, Keys, hash_buckets_for};
+use wireload_index::{Duplicate, EntryRef, Index, IndexKind, hash_buckets_for};
 
 // ---------------------------------------------------------------------------------------
 // Keys
-
-/// i32 encoding of a 32-bit value: big-endian, sign bit flipped.
-fn enc_u32(v: u32) -> Vec<u8> {
-    (v ^ 0x8000_0000).to_be_bytes().to_vec()
-}
-
-/// Prefix-free string encoding: 0x00 as 0x00 0xFF, terminated by 0x00 0x00.
-fn enc_str(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    for &b in s {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
-    }
-    out.extend_from_slice(&[0, 0]);
-    out
-}
-
-/// Keys of one segment, fixed-width when they all have one length.
-fn keys_of(keys: &[Vec<u8>]) -> Keys {
-    let width = keys.first().map_or(0, Vec::len);
-    if width > 0 && keys.iter().all(|k| k.len() == width) {
-        Keys::fixed(width, keys.concat())
-    } else {
-        let mut offsets = vec![0u32];
-        let mut bytes = Vec::new();
-        for k in keys {
-            bytes.extend_from_slice(k);
-            offsets.push(bytes.len() as u32);
-        }
-        Keys::from_parts(bytes, offsets)
-    }
-}
 
 /// The distinct keys a test case draws its loads from (prefix-free), by family:
 /// 0: 32-bit integers in three groups of 256 (nodes of every size, collapses near the
@@ -93,32 +62,6 @@ fn key_pool(family: u8, seed: u64) -> Vec<Vec<u8>> {
 
 // ---------------------------------------------------------------------------------------
 // The model
-
-/// Key → live entries, in the order ART keeps equal keys (left index of a merge first).
-type Model = BTreeMap<Vec<u8>, Vec<EntryRef>>;
-
-fn lower_ok(k: &[u8], lo: Bound<&[u8]>) -> bool {
-    match lo {
-        Bound::Unbounded => true,
-        Bound::Included(p) => k >= p,
-        Bound::Excluded(p) => k > p && !k.starts_with(p),
-    }
-}
-
-fn upper_ok(k: &[u8], hi: Bound<&[u8]>) -> bool {
-    match hi {
-        Bound::Unbounded => true,
-        Bound::Included(p) => k <= p || k.starts_with(p),
-        Bound::Excluded(p) => k < p,
-    }
-}
-
-fn model_range(m: &Model, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Vec<EntryRef> {
-    m.iter()
-        .filter(|(k, _)| lower_ok(k, lo) && upper_ok(k, hi))
-        .flat_map(|(_, v)| v.iter().copied())
-        .collect()
-}
 
 /// `v` sorted (hash indexes answer in no particular order).
 fn sorted(mut v: Vec<EntryRef>) -> Vec<EntryRef> {

@@ -422,7 +422,48 @@ pub(crate) fn free_rows(
         .iter()
         .map(|i| i.def.encoder(&def.schema))
         .collect::<Result<Vec<_>, _>>()?;
-    free_rows_of(&watched, &encoders, batches)
+    let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); watched.len()];
+    let mut entries = Vec::new();
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let keys: Result<Vec<_>, _> = watched
+            .iter()
+            .zip(&encoders)
+            .map(|(i, e)| {
+                let columns: Vec<_> = i
+                    .def
+                    .columns
+                    .iter()
+                    .map(|&c| Arc::clone(batch.column(c)))
+                    .collect();
+                e.encode(&columns)
+            })
+            .collect();
+        let Ok(keys) = keys else {
+            out.push(batch);
+            continue;
+        };
+        let mut keep = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let taken = watched.iter().zip(&keys).zip(&seen).any(|((i, k), seen)| {
+                let key = k.get(row);
+                entries.clear();
+                i.index.lookup(key, &mut entries);
+                !entries.is_empty() || seen.contains(key)
+            });
+            if !taken {
+                for (k, seen) in keys.iter().zip(seen.iter_mut()) {
+                    seen.insert(k.get(row).to_vec());
+                }
+            }
+            keep.push(!taken);
+        }
+        let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))?;
+        if kept.num_rows() > 0 {
+            out.push(kept);
+        }
+    }
+    Ok(out)
 }
 
 /// The unique indexes of `version` (of table `def`) that `ON CONFLICT target` watches.
@@ -460,54 +501,4 @@ pub(crate) fn watched<'v>(
             })?]
         }
     })
-}
-
-/// Does the body of [`free_rows`]: see there.
-fn free_rows_of(
-    watched: &[&TableIndex],
-    encoders: &[wireload_storage::KeyEncoder],
-    batches: Vec<RecordBatch>,
-) -> Result<Vec<RecordBatch>, SqlError> {
-    let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); watched.len()];
-    let mut entries = Vec::new();
-    let mut out = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let keys: Result<Vec<_>, _> = watched
-            .iter()
-            .zip(encoders)
-            .map(|(i, e)| {
-                let columns: Vec<_> = i
-                    .def
-                    .columns
-                    .iter()
-                    .map(|&c| Arc::clone(batch.column(c)))
-                    .collect();
-                e.encode(&columns)
-            })
-            .collect();
-        let Ok(keys) = keys else {
-            out.push(batch);
-            continue;
-        };
-        let mut keep = Vec::with_capacity(batch.num_rows());
-        for row in 0..batch.num_rows() {
-            let taken = watched.iter().zip(&keys).zip(&seen).any(|((i, k), seen)| {
-                let key = k.get(row);
-                entries.clear();
-                i.index.lookup(key, &mut entries);
-                !entries.is_empty() || seen.contains(key)
-            });
-            if !taken {
-                for (k, seen) in keys.iter().zip(seen.iter_mut()) {
-                    seen.insert(k.get(row).to_vec());
-                }
-            }
-            keep.push(!taken);
-        }
-        let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))?;
-        if kept.num_rows() > 0 {
-            out.push(kept);
-        }
-    }
-    Ok(out)
 }

@@ -879,29 +879,12 @@ impl Database {
                     upsert::apply(&def, &snapshot, split, new, &keep, &what)
                 })
                 .await?;
-            let returned = dml::returning_of(
-                &self.ctx,
-                table.name(),
-                returning.as_deref(),
-                Arc::clone(&base.schema),
-                written.returned,
-            )
-            .await?;
-            if ctl.cancel.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(SqlError::Cancelled);
+            if let Some(out) = self
+                .publish_written(table, "INSERT", &base, written, returning.as_deref(), ctl)
+                .await?
+            {
+                return Ok(out);
             }
-            let guard = table.begin_write();
-            if guard.base().number != base.number {
-                continue;
-            }
-            if written.rows > 0 {
-                guard.publish(written.version);
-            }
-            return Ok(StatementOutput::Changed(RowChange {
-                command: "INSERT",
-                rows: written.rows,
-                returning: returned,
-            }));
         }
         Err(SqlError::SerializationFailure {
             table: table.name().to_string(),
@@ -996,7 +979,7 @@ impl Database {
         }))
     }
 
-    /// Publishes what an UPDATE or DELETE wrote over the snapshot `base` of `table`
+    /// Publishes what an UPDATE, DELETE or ON CONFLICT DO UPDATE wrote over the snapshot `base` of `table`
     /// (RETURNING evaluated first: when it fails nothing changes); `None` when another
     /// write was published since `base` (the statement starts again).
     async fn publish_written(

@@ -46,6 +46,10 @@ pub(crate) fn rebase(
     for (p, b) in base.partitions.iter().enumerate() {
         let (mine, theirs) = (&private.partitions[p], &current.partitions[p]);
         for c in 0..b.chunks.len() {
+            if same_chunk(b, mine, c) {
+                // the transaction wrote no row of it
+                continue;
+            }
             let live = live_rows(b, c);
             let gone_mine = &live & &!&live_rows(mine, c);
             let gone_theirs = &live & &!&live_rows(theirs, c);
@@ -118,6 +122,22 @@ fn same_layout(base: &TableVersion, later: &TableVersion) -> bool {
                     .zip(&l.chunks)
                     .all(|(x, y)| x.num_rows() == y.num_rows())
         })
+}
+
+/// True when chunk `c` of `later` is chunk `c` of `base` (the same arrays, the same
+/// deletions): no row of it was deleted or changed in between.
+fn same_chunk(base: &Partition, later: &Partition, c: usize) -> bool {
+    let same_deletions = match (base.deletions(c), later.deletions(c)) {
+        (None, None) => true,
+        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+        _ => false,
+    };
+    same_deletions
+        && base.chunks[c]
+            .columns()
+            .iter()
+            .zip(later.chunks[c].columns())
+            .all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
 /// The live rows of chunk `c` of `part`, one bit per row.

@@ -227,20 +227,10 @@ pub(crate) async fn updated(
 
 /// `batch` (the table's columns) with the row numbers 0.. as a last column.
 fn numbered(def: &TableDef, batch: &RecordBatch) -> Result<RecordBatch, SqlError> {
-    let mut fields: Vec<Field> = def
-        .arrow_schema
-        .fields()
-        .iter()
-        .zip(batch.columns())
-        .map(|(f, c)| {
-            f.as_ref()
-                .clone()
-                .with_data_type(c.data_type().clone())
-                .with_nullable(true)
-        })
-        .collect();
-    fields.push(Field::new(ROW, DataType::UInt64, false));
-    let mut columns = batch.columns().to_vec();
+    let rows = rewrite::unconverted_rows(&def.arrow_schema, batch.columns().to_vec())?;
+    let mut fields = rows.schema().fields().to_vec();
+    fields.push(Arc::new(Field::new(ROW, DataType::UInt64, false)));
+    let mut columns = rows.columns().to_vec();
     columns.push(Arc::new(UInt64Array::from_iter_values(
         0..batch.num_rows() as u64,
     )));

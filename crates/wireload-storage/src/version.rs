@@ -20,8 +20,8 @@ pub struct Deletions {
 }
 
 impl Deletions {
-    /// The deletions of a chunk of `rows` rows that keeps the rows `live` marks (one bit
-    /// per row).
+    /// The deletions of a chunk whose rows still there are the bits set in `live` (one bit
+    /// per row of the chunk).
     pub fn from_live(live: BooleanBuffer) -> Self {
         let deleted = live.len() - live.count_set_bits();
         Deletions { live, deleted }
