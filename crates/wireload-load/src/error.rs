@@ -189,6 +189,18 @@ pub enum LoadError {
     Internal(String),
 }
 
+impl LoadError {
+    /// Where in the CSV input the error is (file, line, column, byte), when it is there.
+    pub fn position(&self) -> Option<&Position> {
+        match self {
+            LoadError::Syntax { pos, .. }
+            | LoadError::Value { pos, .. }
+            | LoadError::QuotedNewlineInFastMode { pos } => Some(pos),
+            _ => None,
+        }
+    }
+}
+
 /// What is wrong with a value of a binary source or a statement's rows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -27,10 +27,31 @@ pub struct CopyFrom {
     pub table: String,
     /// The column list, when given (normalized names).
     pub columns: Option<Vec<String>>,
-    /// The file to read.
-    pub path: String,
+    /// The file to read, or the client (`FROM STDIN`).
+    pub path: CopyPath,
     /// How to read it.
     pub format: InputFormat,
+}
+
+/// Where a COPY reads or writes: a file of the database's machine, or the client's
+/// connection (`FROM STDIN`, `TO STDOUT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyPath {
+    /// A file, by the path written in the statement.
+    File(String),
+    /// The client: the data travels over the connection (`STDIN` or `STDOUT`).
+    Client,
+}
+
+impl CopyPath {
+    /// The file's path, or `STDIN`/`STDOUT` for the client (`stdout`: the direction).
+    pub fn display(&self, stdout: bool) -> &str {
+        match self {
+            CopyPath::File(p) => p,
+            CopyPath::Client if stdout => "STDOUT",
+            CopyPath::Client => "STDIN",
+        }
+    }
 }
 
 /// Which loader runs a CSV load (`ENGINE cpu|gpu`).
@@ -71,8 +92,8 @@ pub enum InputFormat {
 pub struct CopyTo {
     /// What to unload.
     pub source: CopySource,
-    /// The file to write.
-    pub path: String,
+    /// The file to write, or the client (`TO STDOUT`).
+    pub path: CopyPath,
     /// How to write it.
     pub format: OutputFormat,
     /// Worker threads (None: the database's).
@@ -148,12 +169,8 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
     p.expect_keyword_is(Keyword::FROM)?;
     let token = p.next_token();
     let path = match &token.token {
-        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => s.clone(),
-        t if is_word(t, "stdin") => {
-            return Err(not_supported(
-                "COPY ... FROM STDIN is not supported yet; name a file",
-            ));
-        }
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => CopyPath::File(s.clone()),
+        t if is_word(t, "stdin") => CopyPath::Client,
         t if is_word(t, "program") => {
             return Err(not_supported("COPY ... FROM PROGRAM is not supported"));
         }
@@ -172,12 +189,8 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
 fn parse_to(p: &mut Parser<'_>, source: CopySource) -> Result<Statement, SqlError> {
     let token = p.next_token();
     let path = match &token.token {
-        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => s.clone(),
-        t if is_word(t, "stdout") => {
-            return Err(not_supported(
-                "COPY ... TO STDOUT is not supported; name a file (or run the query in the shell)",
-            ));
-        }
+        Token::SingleQuotedString(s) | Token::EscapedStringLiteral(s) => CopyPath::File(s.clone()),
+        t if is_word(t, "stdout") => CopyPath::Client,
         t if is_word(t, "program") => {
             return Err(not_supported("COPY ... TO PROGRAM is not supported"));
         }
@@ -746,7 +759,7 @@ mod tests {
     struct CsvFrom {
         table: String,
         columns: Option<Vec<String>>,
-        path: String,
+        path: CopyPath,
         options: LoadOptions,
         engine: Engine,
     }
@@ -788,7 +801,7 @@ mod tests {
     fn minimal_copy_uses_csv_defaults() {
         let c = parse("COPY t FROM '/tmp/x.csv'").unwrap();
         assert_eq!(c.table, "t");
-        assert_eq!(c.path, "/tmp/x.csv");
+        assert_eq!(c.path, CopyPath::File("/tmp/x.csv".into()));
         assert!(c.columns.is_none());
         assert_eq!(c.options.dialect, Dialect::default());
         assert_eq!(c.options.mode, ScanMode::Safe);
@@ -1032,8 +1045,11 @@ mod tests {
 
     #[test]
     fn statement_errors_are_clear() {
-        assert!(err("COPY t FROM STDIN").contains("STDIN"));
-        assert!(err("COPY t TO STDOUT").contains("STDOUT"));
+        assert_eq!(parse("COPY t FROM STDIN").unwrap().path, CopyPath::Client);
+        assert_eq!(
+            parse_to("COPY (SELECT 1) TO stdout WITH (FORMAT csv)").path,
+            CopyPath::Client
+        );
         assert!(err("COPY (SELECT 1) FROM 'f'").contains("TO after COPY (query)"));
         assert!(err("COPY (SELECT (1) TO 'f'").starts_with("syntax error"));
         assert!(err("COPY t FROM f").contains("quoted file path"));
@@ -1057,7 +1073,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(to.path, "/x/t.csv");
+        assert_eq!(to.path, CopyPath::File("/x/t.csv".into()));
         let OutputFormat::Csv(d) = &to.format else {
             panic!("{:?}", to.format)
         };

@@ -57,7 +57,7 @@ use wireload_query::CatalogSchema;
 use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVersion};
 use wireload_unload::export::Export as ExportFiles;
 
-pub use copy::{CopyFrom, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
+pub use copy::{CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
 /// Parameter values of prepared statements ([`Database::execute_prepared`]).
 pub use datafusion::common::ScalarValue;
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
@@ -166,6 +166,16 @@ impl PreparedStatement {
     /// key).
     pub fn is_key_access(&self) -> bool {
         self.keyed.is_some()
+    }
+
+    /// The columns of its result: a query's columns, none for a write without
+    /// RETURNING; `None` for a write with RETURNING (known when it runs).
+    pub fn result_schema(&self) -> Option<SchemaRef> {
+        match self.plan.as_ref() {
+            LogicalPlan::Dml(_) if self.returning.is_some() => None,
+            LogicalPlan::Dml(_) => Some(Arc::new(arrow::datatypes::Schema::empty())),
+            plan => Some(Arc::new(plan.schema().as_arrow().clone())),
+        }
     }
 }
 
@@ -356,7 +366,15 @@ impl Database {
                 statements.len()
             )));
         }
-        let (statement, returning, on_conflict) = match statements.remove(0).statement {
+        self.prepare_statement(statements.remove(0).statement).await
+    }
+
+    /// Prepares a parsed statement, as [`Database::prepare`] prepares its text.
+    pub async fn prepare_statement(
+        &self,
+        statement: Statement,
+    ) -> Result<PreparedStatement, SqlError> {
+        let (statement, returning, on_conflict) = match statement {
             Statement::Query(q) => (q, None, None),
             Statement::Write(w) => (w.statement, w.returning, w.on_conflict),
             _ => {
@@ -1120,6 +1138,33 @@ impl Database {
         }))
     }
 
+    /// Appends Arrow `batches` to table `table` and publishes them in one step (all rows or
+    /// none): columns by position, converted to the table's types where nothing is lost,
+    /// NOT NULL, lengths and keys checked. `what` names the source in errors (`Flight
+    /// ingest`). Inside a transaction the rows go to the transaction's copy of the table.
+    /// Returns the rows appended.
+    pub async fn ingest(
+        &self,
+        table: &str,
+        what: &str,
+        batches: Vec<RecordBatch>,
+        ctl: &LoadControl,
+    ) -> Result<u64, SqlError> {
+        let run = async {
+            let target = self.table(table)?;
+            let rows = self.append(&target, what, batches, ctl).await?;
+            Ok(StatementOutput::Changed(RowChange {
+                command: "INSERT",
+                rows,
+                returning: None,
+            }))
+        };
+        match self.in_transaction_run(None, run, ctl).await? {
+            StatementOutput::Changed(change) => Ok(change.rows),
+            other => Err(SqlError::Internal(format!("ingest produced {other:?}"))),
+        }
+    }
+
     /// Appends `batches` (in the table's column order, cast to its types) to `table` and
     /// publishes them, off the async runtime; `what` names the statement in errors.
     async fn append(
@@ -1274,49 +1319,165 @@ impl Database {
     }
 
     async fn copy_from(&self, copy: CopyFrom, ctl: &LoadControl) -> Result<LoadReport, SqlError> {
-        let table = self.table(&copy.table)?;
-        if let Some(cols) = &copy.columns {
-            let names: Vec<&str> = table
-                .def()
-                .schema
-                .columns
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect();
-            if cols.iter().map(String::as_str).ne(names.iter().copied()) {
-                return Err(SqlError::NotSupported(format!(
-                    "the COPY column list ({}) must name every column of \"{}\" in table order ({}); \
-                     subsets and reordering are not supported yet",
-                    cols.join(", "),
-                    table.name(),
-                    names.join(", ")
-                )));
+        let path = match &copy.path {
+            CopyPath::File(path) => PathBuf::from(path),
+            CopyPath::Client => {
+                return Err(SqlError::NotSupported(
+                    "COPY ... FROM STDIN reads the data a client sends after the statement: \
+                     run it from a client of `wireload serve` (psql, psycopg), or name a file"
+                        .into(),
+                ));
             }
-        }
+        };
+        let table = self.table(&copy.table)?;
+        check_copy_columns(&table, copy.columns.as_deref())?;
         let (format, threads) = match copy.format {
             InputFormat::Csv { options, engine } => {
-                let source = Source::File(PathBuf::from(&copy.path));
-                return match engine {
-                    Engine::Cpu => self.load(&copy.table, source, options, ctl).await,
-                    Engine::Gpu => self
-                        .load_gpu(&copy.table, source, options.dialect, options.threads, ctl)
-                        .await
-                        .map(|report| report.load),
-                };
+                return self
+                    .load_csv(&copy.table, Source::File(path), options, engine, ctl)
+                    .await;
             }
             InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
             InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),
         };
         let ctl = ctl.clone();
         self.run_blocking(threads, move || {
-            unload::load_binary(&table, Path::new(&copy.path), format, &ctl)
+            unload::load_binary(&table, &path, format, &ctl)
         })
         .await
     }
 
+    /// Runs a `COPY ... FROM STDIN` (CSV) whose data the client streams as `source`: the
+    /// load parses chunks as they arrive. A source that fails (the client gave up or went
+    /// away) fails the load and leaves the table as it was. Inside a transaction it loads
+    /// into the transaction's copy of the table, as every statement does.
+    pub async fn copy_from_client(
+        &self,
+        copy: CopyFrom,
+        source: Source,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        let run = async {
+            let table = self.table(&copy.table)?;
+            check_copy_columns(&table, copy.columns.as_deref())?;
+            match copy.format {
+                InputFormat::Csv { options, engine } => {
+                    self.load_csv(&copy.table, source, options, engine, ctl)
+                        .await
+                        .map(StatementOutput::Loaded)
+                }
+                InputFormat::Arrow { .. } | InputFormat::Parquet { .. } => {
+                    Err(SqlError::NotSupported(
+                        "COPY ... FROM STDIN reads CSV (FORMAT csv); Arrow and Parquet come from files"
+                            .into(),
+                    ))
+                }
+            }
+        };
+        match self.in_transaction_run(None, run, ctl).await? {
+            StatementOutput::Loaded(report) => Ok(report),
+            other => Err(SqlError::Internal(format!(
+                "COPY FROM STDIN produced {other:?}"
+            ))),
+        }
+    }
+
+    /// Loads the CSV `source` into `table` on `engine`'s loader.
+    async fn load_csv(
+        &self,
+        table: &str,
+        source: Source,
+        options: LoadOptions,
+        engine: Engine,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        match engine {
+            Engine::Cpu => self.load(table, source, options, ctl).await,
+            Engine::Gpu => self
+                .load_gpu(table, source, options.dialect, options.threads, ctl)
+                .await
+                .map(|report| report.load),
+        }
+    }
+
     async fn copy_to(&self, copy: CopyTo, ctl: &LoadControl) -> Result<UnloadSummary, SqlError> {
+        let CopyPath::File(path) = &copy.path else {
+            return Err(SqlError::NotSupported(
+                "COPY ... TO STDOUT sends the rows to a client: run it from a client of \
+                 `wireload serve` (psql, psycopg), or name a file"
+                    .into(),
+            ));
+        };
+        let path = path.clone();
         let started = Instant::now();
-        let (name, rows) = match &copy.source {
+        let (name, rows) = self.copy_rows(&copy.source, ctl).await?;
+        let cancel = Arc::clone(&ctl.cancel);
+        self.run_blocking(copy.threads, move || {
+            let report = unload::write(&rows, Path::new(&path), &copy.format, &cancel)?;
+            Ok(unload::summary(
+                name,
+                &path,
+                &copy.format,
+                &report,
+                started,
+            ))
+        })
+        .await
+    }
+
+    /// Runs a `COPY ... TO STDOUT` (CSV): `out` is called with the rows' schema once they
+    /// are known and the text goes to the writer it returns, in pieces of about a MiB, each
+    /// with one `write_all`, in order; the summary names `STDOUT`. After an error the
+    /// writer holds the pieces written before it (and `out` is not called when the rows
+    /// could not be made).
+    pub async fn copy_to_client<W: std::io::Write + Send + 'static>(
+        &self,
+        copy: CopyTo,
+        out: impl FnOnce(&SchemaRef) -> W + Send + 'static,
+        ctl: &LoadControl,
+    ) -> Result<UnloadSummary, SqlError> {
+        let run = async {
+            let OutputFormat::Csv(dialect) = &copy.format else {
+                return Err(SqlError::NotSupported(
+                    "COPY ... TO STDOUT writes CSV (FORMAT csv); Arrow and Parquet go to files"
+                        .into(),
+                ));
+            };
+            let dialect = dialect.clone();
+            let started = Instant::now();
+            let (name, rows) = self.copy_rows(&copy.source, ctl).await?;
+            let cancel = Arc::clone(&ctl.cancel);
+            let format = copy.format.clone();
+            self.run_blocking(copy.threads, move || {
+                let report = wireload_unload::csv::write_csv(
+                    out(&rows.schema),
+                    &rows.schema,
+                    &rows.batches,
+                    &dialect,
+                    &cancel,
+                )?;
+                Ok(StatementOutput::Unloaded(unload::summary(
+                    name, "STDOUT", &format, &report, started,
+                )))
+            })
+            .await
+        };
+        match self.in_transaction_run(None, run, ctl).await? {
+            StatementOutput::Unloaded(summary) => Ok(summary),
+            other => Err(SqlError::Internal(format!(
+                "COPY TO STDOUT produced {other:?}"
+            ))),
+        }
+    }
+
+    /// The rows a `COPY ... TO` writes, and the name of their source (`query` for a
+    /// query).
+    async fn copy_rows(
+        &self,
+        source: &CopySource,
+        ctl: &LoadControl,
+    ) -> Result<(String, unload::Rows), SqlError> {
+        Ok(match source {
             CopySource::Table { table, columns } => {
                 let t = self.table(table)?;
                 (
@@ -1333,19 +1494,7 @@ impl Database {
                 let batches = self.collect(df, ctl).await?;
                 ("query".to_string(), unload::Rows { schema, batches })
             }
-        };
-        let cancel = Arc::clone(&ctl.cancel);
-        self.run_blocking(copy.threads, move || {
-            let report = unload::write(&rows, Path::new(&copy.path), &copy.format, &cancel)?;
-            Ok(unload::summary(
-                name,
-                &copy.path,
-                &copy.format,
-                &report,
-                started,
-            ))
         })
-        .await
     }
 
     async fn export(&self, export: Export, ctl: &LoadControl) -> Result<String, SqlError> {
@@ -1572,6 +1721,30 @@ fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<Ind
 
 /// What a statement that changes the catalog (not only rows) is, for the refusal inside a
 /// transaction.
+/// A COPY column list must name every column of `table` in table order (for now).
+fn check_copy_columns(table: &Table, columns: Option<&[String]>) -> Result<(), SqlError> {
+    let Some(cols) = columns else {
+        return Ok(());
+    };
+    let names: Vec<&str> = table
+        .def()
+        .schema
+        .columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    if cols.iter().map(String::as_str).ne(names.iter().copied()) {
+        return Err(SqlError::NotSupported(format!(
+            "the COPY column list ({}) must name every column of \"{}\" in table order ({}); \
+             subsets and reordering are not supported yet",
+            cols.join(", "),
+            table.name(),
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 fn changes_the_catalog(statement: &Statement) -> Option<&'static str> {
     match statement {
         Statement::CreateTable(_) | Statement::CreateTableAs(_) => Some("CREATE TABLE"),

@@ -1,0 +1,112 @@
+//! Who may connect: user names and passwords, from the config file or the environment
+//! (`WIRELOAD_USER`, `WIRELOAD_PASSWORD`), shared by both protocols.
+
+use std::collections::HashMap;
+
+/// The environment variable naming a user (with [`PASSWORD_ENV`]).
+pub const USER_ENV: &str = "WIRELOAD_USER";
+/// The environment variable holding that user's password.
+pub const PASSWORD_ENV: &str = "WIRELOAD_PASSWORD";
+
+/// Users and their passwords.
+#[derive(Clone, Default)]
+pub struct Users {
+    passwords: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for Users {
+    // never the passwords
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.passwords.keys().collect();
+        names.sort();
+        f.debug_struct("Users").field("names", &names).finish()
+    }
+}
+
+impl Users {
+    /// No users.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) `name` with `password`.
+    pub fn add(&mut self, name: impl Into<String>, password: impl Into<String>) {
+        self.passwords.insert(name.into(), password.into());
+    }
+
+    /// The user of `WIRELOAD_USER` and `WIRELOAD_PASSWORD`, when both are set (a user
+    /// without a password is an error: it could never log in).
+    pub fn from_env() -> Result<Option<(String, String)>, String> {
+        let user = std::env::var(USER_ENV).ok().filter(|u| !u.is_empty());
+        let password = std::env::var(PASSWORD_ENV).ok();
+        match (user, password) {
+            (Some(u), Some(p)) if !p.is_empty() => Ok(Some((u, p))),
+            (Some(u), _) => Err(format!(
+                "{USER_ENV}={u} is set but {PASSWORD_ENV} is not (or is empty)"
+            )),
+            (None, Some(_)) => Err(format!("{PASSWORD_ENV} is set but {USER_ENV} is not")),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The password of `name`.
+    pub fn password(&self, name: &str) -> Option<&str> {
+        self.passwords.get(name).map(String::as_str)
+    }
+
+    /// True when `name` exists and `password` is its password (compared in time that does
+    /// not depend on where they differ).
+    pub fn verify(&self, name: &str, password: &str) -> bool {
+        let Some(known) = self.passwords.get(name) else {
+            // compare anyway, so a missing user takes as long as a wrong password
+            let _ = constant_time_eq(password.as_bytes(), password.as_bytes());
+            return false;
+        };
+        constant_time_eq(known.as_bytes(), password.as_bytes())
+    }
+
+    /// The user names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.passwords.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// True when there is no user.
+    pub fn is_empty(&self) -> bool {
+        self.passwords.is_empty()
+    }
+}
+
+/// Equality of two byte strings in time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, &x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_checks_name_and_password() {
+        let mut users = Users::new();
+        users.add("alice", "s3cret");
+        assert!(users.verify("alice", "s3cret"));
+        assert!(!users.verify("alice", "s3cre"));
+        assert!(!users.verify("alice", "s3cret!"));
+        assert!(!users.verify("alice", ""));
+        assert!(!users.verify("bob", "s3cret"));
+        assert!(!format!("{users:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        for (a, b) in [("", ""), ("a", ""), ("", "a"), ("ab", "ab"), ("ab", "ac"), ("abc", "ab")] {
+            assert_eq!(constant_time_eq(a.as_bytes(), b.as_bytes()), a == b, "{a:?} {b:?}");
+        }
+    }
+}
