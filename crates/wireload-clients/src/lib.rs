@@ -101,7 +101,14 @@ fn provide_venv() -> Result<PathBuf, String> {
     let req = staging.join("requirements.txt");
     std::fs::write(&req, REQUIREMENTS).map_err(|e| format!("writing {}: {e}", req.display()))?;
     run(Command::new(staging.join("bin/python"))
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
         .arg(&req))?;
     std::fs::write(staging.join(".complete"), "")
         .map_err(|e| format!("marking {}: {e}", staging.display()))?;

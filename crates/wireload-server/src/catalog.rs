@@ -21,7 +21,7 @@ use std::sync::Arc;
 use datafusion::error::DataFusionError;
 use datafusion::sql::sqlparser::ast;
 
-pub use objects::{CATALOG_OWNER, DATABASE_NAME, SERVER_VERSION};
+pub use objects::{CATALOG_OWNER, DATABASE_NAME};
 
 /// Adds the pg_catalog schema (tables computed from the live catalog at scan time) and the
 /// PostgreSQL functions psql and drivers call to `db`'s session.

@@ -214,13 +214,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.listen, "0.0.0.0:6000".parse().unwrap());
-        assert_eq!(c.flight_listen, Some(DEFAULT_FLIGHT_LISTEN.parse().unwrap()));
+        assert_eq!(
+            c.flight_listen,
+            Some(DEFAULT_FLIGHT_LISTEN.parse().unwrap())
+        );
         assert_eq!(c.init.as_deref(), Some(Path::new("/etc/wl/init.sql")));
         let tls = c.tls.unwrap();
         assert_eq!(tls.cert, Path::new("/etc/wl/c.pem"));
         assert_eq!(tls.key, Path::new("/abs/k.pem"));
         assert_eq!(c.limits.max_connections, 3);
-        assert_eq!(c.limits.max_message_bytes, Limits::default().max_message_bytes);
+        assert_eq!(
+            c.limits.max_message_bytes,
+            Limits::default().max_message_bytes
+        );
         assert!(c.users.verify("alice", "pw"));
         assert!(!c.trust_local);
     }

@@ -171,7 +171,11 @@ fn numeric(bytes: &[u8]) -> Result<ScalarValue, PgWireError> {
     if sign == 0x4000 {
         unscaled = -unscaled;
     }
-    let precision = unscaled.unsigned_abs().to_string().len().max(usize::from(dscale) + 1);
+    let precision = unscaled
+        .unsigned_abs()
+        .to_string()
+        .len()
+        .max(usize::from(dscale) + 1);
     if precision > 38 {
         return Err(overflow());
     }
@@ -194,20 +198,42 @@ mod tests {
 
     #[test]
     fn binary_values_need_their_exact_width() {
-        assert_eq!(bin(Type::INT4, &7i32.to_be_bytes()).unwrap(), ScalarValue::Int32(Some(7)));
-        assert!(bin(Type::INT4, &[0, 0, 7]).unwrap_err().contains("expected 4"));
+        assert_eq!(
+            bin(Type::INT4, &7i32.to_be_bytes()).unwrap(),
+            ScalarValue::Int32(Some(7))
+        );
+        assert!(
+            bin(Type::INT4, &[0, 0, 7])
+                .unwrap_err()
+                .contains("expected 4")
+        );
         assert!(bin(Type::INT8, &[0; 9]).unwrap_err().contains("expected 8"));
         assert_eq!(
             bin(Type::DATE, &0i32.to_be_bytes()).unwrap(),
             ScalarValue::Date32(Some(10_957))
         );
-        assert!(bin(Type::TEXT, &[0xff, 0xfe]).unwrap_err().contains("UTF-8"));
-        assert!(bin(Type::POINT, &[0; 16]).unwrap_err().contains("not supported"));
+        assert!(
+            bin(Type::TEXT, &[0xff, 0xfe])
+                .unwrap_err()
+                .contains("UTF-8")
+        );
+        assert!(
+            bin(Type::POINT, &[0; 16])
+                .unwrap_err()
+                .contains("not supported")
+        );
     }
 
     #[test]
     fn numerics_decode_what_the_encoder_writes() {
-        for (v, scale) in [(12345i128, 2i8), (-5, 2), (0, 3), (123456789, 0), (10000, 0), (7, 4)] {
+        for (v, scale) in [
+            (12345i128, 2i8),
+            (-5, 2),
+            (0, 3),
+            (123456789, 0),
+            (10000, 0),
+            (7, 4),
+        ] {
             let mut b = BytesMut::new();
             crate::types::numeric_binary(v, scale, &mut b);
             match bin(Type::NUMERIC, &b).unwrap() {
@@ -217,14 +243,28 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert!(bin(Type::NUMERIC, &[0, 1, 0, 0, 0, 0, 0, 0]).unwrap_err().contains("length"));
-        assert!(bin(Type::NUMERIC, &[0, 0, 0, 0, 0xC0, 0, 0, 0]).unwrap_err().contains("NaN"));
+        assert!(
+            bin(Type::NUMERIC, &[0, 1, 0, 0, 0, 0, 0, 0])
+                .unwrap_err()
+                .contains("length")
+        );
+        assert!(
+            bin(Type::NUMERIC, &[0, 0, 0, 0, 0xC0, 0, 0, 0])
+                .unwrap_err()
+                .contains("NaN")
+        );
     }
 
     #[test]
     fn text_values_follow_the_declared_type_when_the_statement_does_not_say() {
         let t = |s: &str, ty: Type| {
-            decode(Some(&Bytes::copy_from_slice(s.as_bytes())), false, Some(&ty), None).unwrap()
+            decode(
+                Some(&Bytes::copy_from_slice(s.as_bytes())),
+                false,
+                Some(&ty),
+                None,
+            )
+            .unwrap()
         };
         assert_eq!(t("42", Type::INT8), ScalarValue::Int64(Some(42)));
         assert_eq!(t("x", Type::TEXT), ScalarValue::Utf8(Some("x".into())));

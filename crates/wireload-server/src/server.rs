@@ -399,7 +399,9 @@ impl Startup {
         }
         let sasl = SASLAuthStartupHandler::new(Arc::new(parameters()))
             .with_scram(scram)
-            .with_pid_secret_key_generator(Arc::clone(&shared.pids) as Arc<dyn PidSecretKeyGenerator>);
+            .with_pid_secret_key_generator(
+                Arc::clone(&shared.pids) as Arc<dyn PidSecretKeyGenerator>
+            );
         Startup {
             shared,
             connection,
@@ -411,7 +413,11 @@ impl Startup {
 
 #[async_trait]
 impl StartupHandler for Startup {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -431,7 +437,11 @@ impl StartupHandler for Startup {
             }
             message => {
                 if let Err(e) = self.sasl.on_startup(client, message).await {
-                    let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+                    let user = client
+                        .metadata()
+                        .get(METADATA_USER)
+                        .cloned()
+                        .unwrap_or_default();
                     tracing::info!(%user, peer = %client.socket_addr(), error = %e, "login refused");
                     return Err(match e {
                         // PostgreSQL's words, with the user the client logged in as

@@ -16,9 +16,7 @@ use futures::{Sink, SinkExt, StreamExt, stream};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{
-    CopyResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag,
-};
+use pgwire::api::results::{CopyResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, METADATA_USER, Type};
@@ -148,6 +146,16 @@ impl Connection {
         use datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
         use datafusion::scalar::ScalarValue;
         let ctx = self.session.session();
+        for name in ["current_user", "session_user", "user"] {
+            let who = ScalarValue::Utf8(Some(user.clone()));
+            ctx.register_udf(create_udf(
+                name,
+                vec![],
+                DataType::Utf8,
+                Volatility::Stable,
+                Arc::new(move |_| Ok(ColumnarValue::Scalar(who.clone()))),
+            ));
+        }
         ctx.register_udf(create_udf(
             "pg_backend_pid",
             vec![],
@@ -171,13 +179,15 @@ impl Connection {
                         Ok(ColumnarValue::Scalar(ScalarValue::Boolean(cancel(*v))))
                     }
                     ColumnarValue::Array(a) => {
-                        let a = a.as_any().downcast_ref::<arrow::array::Int64Array>().ok_or_else(|| {
-                            datafusion::error::DataFusionError::Internal(
-                                "pg_cancel_backend takes an integer".into(),
-                            )
-                        })?;
-                        let out: arrow::array::BooleanArray =
-                            a.iter().map(cancel).collect();
+                        let a = a
+                            .as_any()
+                            .downcast_ref::<arrow::array::Int64Array>()
+                            .ok_or_else(|| {
+                                datafusion::error::DataFusionError::Internal(
+                                    "pg_cancel_backend takes an integer".into(),
+                                )
+                            })?;
+                        let out: arrow::array::BooleanArray = a.iter().map(cancel).collect();
                         Ok(ColumnarValue::Array(Arc::new(out)))
                     }
                     other => Err(datafusion::error::DataFusionError::Internal(format!(
@@ -194,11 +204,7 @@ impl Connection {
 
     /// Runs `work` as the connection's current statement: a cancel request (or
     /// `pg_cancel_backend`) for this connection sets its `ctl`.
-    async fn tracked<T>(
-        &self,
-        ctl: &LoadControl,
-        work: impl Future<Output = T>,
-    ) -> T {
+    async fn tracked<T>(&self, ctl: &LoadControl, work: impl Future<Output = T>) -> T {
         self.shared.backends.start(self.pid(), ctl);
         let out = work.await;
         self.shared.backends.finish(self.pid());
@@ -286,7 +292,12 @@ impl Connection {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                if name == "timezone" && !matches!(value.to_ascii_uppercase().as_str(), "UTC" | "GMT" | "Z" | "+00" | "00:00" | "0") {
+                if name == "timezone"
+                    && !matches!(
+                        value.to_ascii_uppercase().as_str(),
+                        "UTC" | "GMT" | "Z" | "+00" | "00:00" | "0"
+                    )
+                {
                     return Some(Err(user_error(
                         "0A000",
                         format!("only the UTC time zone is supported, not {value:?}"),
@@ -323,7 +334,11 @@ impl Connection {
                     vec![Arc::new(arrow::array::StringArray::from(vec![value]))],
                 )
                 .map_err(|e| user_error("XX000", e.to_string()));
-                Some(batch.and_then(|b| rows_response(&schema, vec![b], &Format::UnifiedText, "SHOW")))
+                Some(
+                    batch.and_then(|b| {
+                        rows_response(&schema, vec![b], &Format::UnifiedText, "SHOW")
+                    }),
+                )
             }
             _ => None,
         }
@@ -351,9 +366,8 @@ impl Connection {
         self.shared.backends.start(self.pid(), &ctl);
         let session = Arc::clone(&self.session);
         let load_ctl = ctl.clone();
-        let load = tokio::spawn(async move {
-            session.copy_from_client(copy, source, &load_ctl).await
-        });
+        let load =
+            tokio::spawn(async move { session.copy_from_client(copy, source, &load_ctl).await });
         *self.copy.lock().await = Some(CopyIn {
             sender: PieceSender::new(tx),
             load,
@@ -416,7 +430,10 @@ impl Connection {
                     client
                         .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
                         .await?;
-                    Ok(Response::Execution(Tag::new(&format!("COPY {}", summary.rows))))
+                    Ok(Response::Execution(Tag::new(&format!(
+                        "COPY {}",
+                        summary.rows
+                    ))))
                 }
                 Ok(Err(e)) => Err(sql_error(&e)),
                 Err(e) => Err(user_error("XX000", format!("COPY TO STDOUT failed: {e}"))),
@@ -527,7 +544,8 @@ impl SimpleQueryHandler for Connection {
         let count = statements.len();
         let mut responses = Vec::with_capacity(count);
         for (i, parsed) in statements.into_iter().enumerate() {
-            let copy_in = matches!(&parsed.statement, Statement::CopyFrom(c) if c.path == CopyPath::Client);
+            let copy_in =
+                matches!(&parsed.statement, Statement::CopyFrom(c) if c.path == CopyPath::Client);
             if copy_in && i + 1 != count {
                 responses.push(Response::Error(error_info(user_error(
                     "0A000",
@@ -535,7 +553,10 @@ impl SimpleQueryHandler for Connection {
                 ))));
                 break;
             }
-            match self.run(client, parsed.statement, &Format::UnifiedText).await {
+            match self
+                .run(client, parsed.statement, &Format::UnifiedText)
+                .await
+            {
                 Ok(r) => responses.push(r),
                 Err(e) => {
                     responses.push(Response::Error(error_info(e)));
@@ -720,10 +741,7 @@ impl ExtendedQueryHandler for Connection {
             }
             PgStatement::Other(statement) => {
                 if !portal.parameters.is_empty() {
-                    return Err(user_error(
-                        "08P01",
-                        "this statement takes no parameters",
-                    ));
+                    return Err(user_error("08P01", "this statement takes no parameters"));
                 }
                 self.run(client, statement.clone(), &portal.result_column_format)
                     .await
@@ -785,9 +803,6 @@ impl CopyHandler for Connection {
             let _ = (&mut copy.load).await;
             self.shared.backends.finish(self.pid());
         }
-        user_error(
-            "57014",
-            format!("COPY from stdin failed: {}", fail.message),
-        )
+        user_error("57014", format!("COPY from stdin failed: {}", fail.message))
     }
 }

@@ -68,7 +68,10 @@ fn type_size(ty: &Type) -> i16 {
 }
 
 /// The row description of a result: each column's name, type and format.
-pub fn field_infos(fields: &[impl AsRef<Field>], format: impl Fn(usize) -> FieldFormat) -> Vec<FieldInfo> {
+pub fn field_infos(
+    fields: &[impl AsRef<Field>],
+    format: impl Fn(usize) -> FieldFormat,
+) -> Vec<FieldInfo> {
     fields
         .iter()
         .enumerate()
@@ -281,7 +284,9 @@ impl<'a> ColumnWriter<'a> {
             ColumnWriter::Utf8(a) => out.put_slice(str_value(a, row).as_bytes()),
             ColumnWriter::Binary(a) => out.put_slice(bin_value(a, row)),
             ColumnWriter::Date(a) => out.put_i32((i64::from(a.value(row)) - PG_EPOCH_DAYS) as i32),
-            ColumnWriter::Timestamp(a) => out.put_i64(a.micros(row).saturating_sub(PG_EPOCH_MICROS)),
+            ColumnWriter::Timestamp(a) => {
+                out.put_i64(a.micros(row).saturating_sub(PG_EPOCH_MICROS))
+            }
             // described as TEXT: its binary form is the text
             ColumnWriter::Display(f) => {
                 let _ = write!(out, "{}", f.value(row));
@@ -363,7 +368,12 @@ pub fn float_text(v: f64, single: bool, out: &mut BytesMut) {
             out.put_u8(b'.');
             out.put_slice(&digits.as_bytes()[1..]);
         }
-        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs());
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        );
     } else if exp < 0 {
         out.put_slice(b"0.");
         for _ in 0..(-exp - 1) {
@@ -559,7 +569,11 @@ mod tests {
         let mut int = String::new();
         for w in (0..=weight.max(0)).rev() {
             let idx = weight - w;
-            let g = if idx >= 0 && (idx as usize) < n { groups[idx as usize] } else { 0 };
+            let g = if idx >= 0 && (idx as usize) < n {
+                groups[idx as usize]
+            } else {
+                0
+            };
             if int.is_empty() {
                 if g != 0 || w == 0 {
                     int = g.to_string();
@@ -575,12 +589,20 @@ mod tests {
         let mut k = 1;
         while frac.len() < dscale {
             let idx = weight + k;
-            let g = if idx >= 0 && (idx as usize) < n { groups[idx as usize] } else { 0 };
+            let g = if idx >= 0 && (idx as usize) < n {
+                groups[idx as usize]
+            } else {
+                0
+            };
             frac.push_str(&format!("{g:04}"));
             k += 1;
         }
         frac.truncate(dscale);
-        let s = if dscale > 0 { format!("{int}.{frac}") } else { int };
+        let s = if dscale > 0 {
+            format!("{int}.{frac}")
+        } else {
+            int
+        };
         if sign == 0x4000 { format!("-{s}") } else { s }
     }
 
@@ -616,6 +638,9 @@ mod tests {
             text(|b| timestamp_text(1_704_067_200_000_000 + 3_723_500_000, b)),
             "2024-01-01 01:02:03.5"
         );
-        assert_eq!(text(|b| timestamp_text(-1, b)), "1969-12-31 23:59:59.999999");
+        assert_eq!(
+            text(|b| timestamp_text(-1, b)),
+            "1969-12-31 23:59:59.999999"
+        );
     }
 }

@@ -105,8 +105,19 @@ mod tests {
 
     #[test]
     fn constant_time_eq_is_equality() {
-        for (a, b) in [("", ""), ("a", ""), ("", "a"), ("ab", "ab"), ("ab", "ac"), ("abc", "ab")] {
-            assert_eq!(constant_time_eq(a.as_bytes(), b.as_bytes()), a == b, "{a:?} {b:?}");
+        for (a, b) in [
+            ("", ""),
+            ("a", ""),
+            ("", "a"),
+            ("ab", "ab"),
+            ("ab", "ac"),
+            ("abc", "ab"),
+        ] {
+            assert_eq!(
+                constant_time_eq(a.as_bytes(), b.as_bytes()),
+                a == b,
+                "{a:?} {b:?}"
+            );
         }
     }
 }

@@ -345,7 +345,14 @@ async fn dt_plus_shows_sizes() {
     assert_eq!(listed.len(), 2);
     assert_eq!(
         listed[0][..6],
-        row(&["public", "orders", "table", "wireload", "permanent", "columnar"])[..]
+        row(&[
+            "public",
+            "orders",
+            "table",
+            "wireload",
+            "permanent",
+            "columnar"
+        ])[..]
     );
     assert!(listed[0][6].ends_with("bytes"), "{:?}", listed[0]);
     assert_eq!(listed[0][7], "NULL");
@@ -407,9 +414,25 @@ async fn d_table_runs_every_query_psql_sends() {
             row(&["o_orderkey", "integer", "NULL", "true", "NULL", "", ""]),
             row(&["o_status", "character(1)", "NULL", "true", "NULL", "", ""]),
             row(&["o_total", "numeric(15,2)", "NULL", "false", "NULL", "", ""]),
-            row(&["o_comment", "character varying(25)", "NULL", "false", "NULL", "", ""]),
+            row(&[
+                "o_comment",
+                "character varying(25)",
+                "NULL",
+                "false",
+                "NULL",
+                "",
+                ""
+            ]),
             row(&["o_date", "date", "NULL", "false", "NULL", "", ""]),
-            row(&["o_ts", "timestamp without time zone", "NULL", "false", "NULL", "", ""]),
+            row(&[
+                "o_ts",
+                "timestamp without time zone",
+                "NULL",
+                "false",
+                "NULL",
+                "",
+                ""
+            ]),
             row(&["o_note", "text", "NULL", "false", "NULL", "", ""]),
         ]
     );
@@ -488,7 +511,15 @@ async fn d_table_with_hash_indexes_and_unique_constraint() {
     let indexes: Vec<Vec<String>> = describe(&db, DESCRIBE_INDEXES, &oid)
         .await
         .into_iter()
-        .map(|r| vec![r[0].clone(), r[2].clone(), r[5].clone(), r[6].clone(), r[7].clone()])
+        .map(|r| {
+            vec![
+                r[0].clone(),
+                r[2].clone(),
+                r[5].clone(),
+                r[6].clone(),
+                r[7].clone(),
+            ]
+        })
         .collect();
     assert_eq!(
         indexes,
@@ -525,7 +556,10 @@ async fn d_view_and_missing_relation() {
         .collect();
     assert_eq!(
         columns,
-        [("a".to_string(), "bigint".to_string()), ("b".into(), "boolean".into())]
+        [
+            ("a".to_string(), "bigint".to_string()),
+            ("b".into(), "boolean".into())
+        ]
     );
     assert_eq!(
         rows(&db, &DESCRIBE_LOOKUP.replace("{name}", "nosuch")).await,
@@ -553,7 +587,10 @@ async fn connect_time_functions() {
          current_user, pg_catalog.current_schemas(true)",
     )
     .await;
-    assert!(got[0][0].starts_with("PostgreSQL 15.0 (wireload "), "{got:?}");
+    assert!(
+        got[0][0].starts_with("PostgreSQL 15.0 (wireload "),
+        "{got:?}"
+    );
     assert_eq!(got[0][0], got[0][1]);
     assert_eq!(
         got[0][2..],
@@ -582,10 +619,7 @@ async fn regclass_and_format_type() {
          FROM pg_attribute a WHERE a.attrelid = 'orders'::regclass AND a.attnum = 3",
     )
     .await;
-    assert_eq!(
-        attributes,
-        vec![row(&["o_total", "numeric", "orders"])]
-    );
+    assert_eq!(attributes, vec![row(&["o_total", "numeric", "orders"])]);
     let err = query(&db, "SELECT 'nosuch'::regclass").await.unwrap_err();
     assert!(err.contains("relation \"nosuch\" does not exist"), "{err}");
     let types = rows(
@@ -671,12 +705,29 @@ async fn d_plus_columns() {
     let columns: Vec<Vec<String>> = describe(&db, DESCRIBE_COLUMNS_PLUS, &oid)
         .await
         .into_iter()
-        .map(|r| vec![r[0].clone(), r[1].clone(), r[7].clone(), r[9].clone(), r[10].clone()])
+        .map(|r| {
+            vec![
+                r[0].clone(),
+                r[1].clone(),
+                r[7].clone(),
+                r[9].clone(),
+                r[10].clone(),
+            ]
+        })
         .collect();
     assert_eq!(columns.len(), 7);
-    assert_eq!(columns[0], row(&["o_orderkey", "integer", "p", "NULL", "NULL"]));
-    assert_eq!(columns[2], row(&["o_total", "numeric(15,2)", "m", "NULL", "NULL"]));
-    assert_eq!(columns[3], row(&["o_comment", "character varying(25)", "x", "NULL", "NULL"]));
+    assert_eq!(
+        columns[0],
+        row(&["o_orderkey", "integer", "p", "NULL", "NULL"])
+    );
+    assert_eq!(
+        columns[2],
+        row(&["o_total", "numeric(15,2)", "m", "NULL", "NULL"])
+    );
+    assert_eq!(
+        columns[3],
+        row(&["o_comment", "character varying(25)", "x", "NULL", "NULL"])
+    );
 }
 
 #[tokio::test]
@@ -751,10 +802,41 @@ async fn driver_introspection_queries() {
     assert_eq!(columns.len(), 7);
     assert_eq!(
         columns[2],
-        row(&["public", "orders", "o_total", "1700", "false", "983046", "3", "NULL", "NULL"])
+        row(&[
+            "public", "orders", "o_total", "1700", "false", "983046", "3", "NULL", "NULL"
+        ])
     );
     assert_eq!(
         rows(&db, "SELECT relname FROM pg_class WHERE relkind <> ALL (ARRAY['r', 'i']) AND relnamespace = 2200").await,
         vec![row(&["v1"])]
     );
+}
+
+const LIST_ROLES: &str = r#"SELECT r.rolname, r.rolsuper, r.rolinherit,
+  r.rolcreaterole, r.rolcreatedb, r.rolcanlogin,
+  r.rolconnlimit, r.rolvaliduntil,
+  ARRAY(SELECT b.rolname
+        FROM pg_catalog.pg_auth_members m
+        JOIN pg_catalog.pg_roles b ON (m.roleid = b.oid)
+        WHERE m.member = r.oid) as memberof
+, r.rolreplication
+, r.rolbypassrls
+FROM pg_catalog.pg_roles r
+WHERE r.rolname !~ '^pg_'
+ORDER BY 1;"#;
+
+const LIST_EXTENSIONS: &str = r#"SELECT e.extname AS "Name", e.extversion AS "Version", n.nspname AS "Schema", c.description AS "Description"
+FROM pg_catalog.pg_extension e LEFT JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace LEFT JOIN pg_catalog.pg_description c ON c.objoid = e.oid AND c.classoid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+ORDER BY 1;"#;
+
+#[tokio::test]
+async fn du_and_dx() {
+    let db = database().await;
+    assert_eq!(
+        rows(&db, LIST_ROLES).await,
+        vec![row(&[
+            "wireload", "true", "true", "true", "true", "true", "-1", "NULL", "{}", "false", "true"
+        ])]
+    );
+    assert_eq!(rows(&db, LIST_EXTENSIONS).await, Rows::new());
 }

@@ -21,7 +21,14 @@ const TYPES: &str = "
 fn psql_reads_every_type_as_text() {
     let server = TestServer::start();
     server.sql(TYPES);
-    let out = ok(&server.psql(&["-A", "-t", "-F", "|", "-c", "SELECT * FROM every ORDER BY id"]));
+    let out = ok(&server.psql(&[
+        "-A",
+        "-t",
+        "-F",
+        "|",
+        "-c",
+        "SELECT * FROM every ORDER BY id",
+    ]));
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
@@ -151,7 +158,10 @@ fn psql_copies_a_multi_megabyte_file_in_and_out() {
     let output = dir.path().join("out.csv");
     let out = ok(&server.psql(&[
         "-c",
-        &format!("\\copy (SELECT * FROM notes ORDER BY id) TO '{}' WITH (FORMAT csv)", output.display()),
+        &format!(
+            "\\copy (SELECT * FROM notes ORDER BY id) TO '{}' WITH (FORMAT csv)",
+            output.display()
+        ),
     ]));
     assert_eq!(out.trim(), "COPY 120000");
     assert_eq!(std::fs::read_to_string(&output).unwrap(), csv);
@@ -176,7 +186,10 @@ fn a_bad_row_fails_the_copy_with_its_position_and_loads_nothing() {
     assert!(err.contains("line 50001"), "{err}");
     assert!(err.contains("column 2 (v)"), "{err}");
     assert!(err.contains("twelve"), "{err}");
-    assert!(err.contains("DETAIL:") && err.contains("byte offset:"), "{err}");
+    assert!(
+        err.contains("DETAIL:") && err.contains("byte offset:"),
+        "{err}"
+    );
     assert_eq!(server.rows("SELECT count(*) FROM nums"), ["1"]);
 }
 
@@ -244,7 +257,10 @@ fn wrong_and_missing_passwords_are_refused() {
     );
     let err = failed(&server.psql_as(USER, None, "disable", &["-w", "-c", "SELECT 1"]));
     assert!(err.contains("password"), "{err}");
-    assert_eq!(ok(&server.psql(&["-A", "-t", "-c", "SELECT 41 + 1"])).trim(), "42");
+    assert_eq!(
+        ok(&server.psql(&["-A", "-t", "-c", "SELECT 41 + 1"])).trim(),
+        "42"
+    );
 }
 
 #[test]
@@ -254,7 +270,13 @@ fn trust_local_needs_no_password() {
         s.users = std::sync::Arc::new(wireload_server::Users::new());
     });
     assert_eq!(
-        ok(&server.psql_as("anyone", None, "disable", &["-A", "-t", "-c", "SELECT 'in'"])).trim(),
+        ok(&server.psql_as(
+            "anyone",
+            None,
+            "disable",
+            &["-A", "-t", "-c", "SELECT 'in'"]
+        ))
+        .trim(),
         "in"
     );
 }
@@ -266,7 +288,12 @@ fn tls_connections_work_and_report_ssl() {
     let server = TestServer::with(|s| s.tls = Some(tls.clone()));
     let out = ok(&server.psql_as(USER, Some(PASSWORD), "require", &["-c", "\\conninfo"]));
     assert!(out.contains("SSL connection"), "{out}");
-    let out = ok(&server.psql_as(USER, Some(PASSWORD), "require", &["-A", "-t", "-c", "SELECT 7"]));
+    let out = ok(&server.psql_as(
+        USER,
+        Some(PASSWORD),
+        "require",
+        &["-A", "-t", "-c", "SELECT 7"],
+    ));
     assert_eq!(out.trim(), "7");
 }
 
@@ -317,6 +344,56 @@ fn settings_drivers_send_are_kept() {
     ]));
     let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
     assert!(lines.contains(&"loader"), "{out}");
-    assert!(lines.iter().any(|l| l.starts_with("15.0 (wireload")), "{out}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("15.0 (wireload")),
+        "{out}"
+    );
     assert!(lines.contains(&"5s"), "{out}");
+}
+
+#[test]
+fn psql_describes_tables_and_indexes() {
+    let server = TestServer::start();
+    server.sql(
+        "CREATE TABLE orders (o_orderkey BIGINT PRIMARY KEY, o_status CHAR(1) NOT NULL,
+            o_total DECIMAL(15, 2), o_date DATE, o_comment VARCHAR(79));
+         CREATE INDEX orders_date ON orders (o_date);
+         CREATE TABLE nation (n_key INTEGER, n_name TEXT);",
+    );
+    let out = ok(&server.psql(&["-c", "\\dt"]));
+    assert!(out.contains("orders") && out.contains("nation"), "{out}");
+    assert!(out.contains("table"), "{out}");
+    let out = ok(&server.psql(&["-c", "\\d orders"]));
+    for want in [
+        "o_orderkey",
+        "bigint",
+        "character(1)",
+        "numeric(15,2)",
+        "date",
+        "character varying(79)",
+        "not null",
+        "orders_date",
+    ] {
+        assert!(out.contains(want), "{want} missing in:\n{out}");
+    }
+    let out = ok(&server.psql(&["-c", "\\di"]));
+    assert!(out.contains("orders_date"), "{out}");
+    let out = ok(&server.psql(&["-c", "\\l"]));
+    assert!(out.contains("wireload"), "{out}");
+}
+
+#[test]
+fn drivers_learn_who_and_where_they_are() {
+    let server = TestServer::start();
+    let out = ok(&server.psql(&[
+        "-A",
+        "-t",
+        "-c",
+        "SELECT current_user, current_database(), current_schema(), pg_backend_pid() > 0",
+        "-c",
+        "SELECT version()",
+    ]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "alice|wireload|public|t", "{out}");
+    assert!(lines[1].starts_with("PostgreSQL 15.0 (wireload"), "{out}");
 }

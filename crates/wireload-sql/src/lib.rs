@@ -1414,13 +1414,7 @@ impl Database {
         let cancel = Arc::clone(&ctl.cancel);
         self.run_blocking(copy.threads, move || {
             let report = unload::write(&rows, Path::new(&path), &copy.format, &cancel)?;
-            Ok(unload::summary(
-                name,
-                &path,
-                &copy.format,
-                &report,
-                started,
-            ))
+            Ok(unload::summary(name, &path, &copy.format, &report, started))
         })
         .await
     }

@@ -36,6 +36,42 @@ pub enum Command {
     /// Generate data files.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Serve the database over the PostgreSQL protocol (psql, psycopg, JDBC) and Arrow Flight
+    /// SQL (ADBC, pyarrow.flight) until SIGTERM or Ctrl-C.
+    Serve(ServeArgs),
+}
+
+/// Flags of `wireload serve`. A user and password also come from WIRELOAD_USER and
+/// WIRELOAD_PASSWORD.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// PostgreSQL protocol address (default 127.0.0.1:5433).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Arrow Flight SQL address (default 127.0.0.1:50051).
+    #[arg(long, value_name = "ADDR")]
+    pub flight_listen: Option<std::net::SocketAddr>,
+    /// Do not serve Arrow Flight SQL.
+    #[arg(long, conflicts_with = "flight_listen")]
+    pub no_flight: bool,
+    /// TOML config file (addresses, users, TLS, limits, init script); flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Let clients on the loopback interface in without a password.
+    #[arg(long)]
+    pub trust_local: bool,
+    /// TLS certificate chain (PEM), for both protocols.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// SQL script run before the first client is accepted (create and load tables).
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// Connections at once per protocol (default 100).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// Output formats of query results.

@@ -1,5 +1,5 @@
 //! The `wireload` binary: interactive SQL shell, one-shot SQL, scripts, TPC-H data
-//! generation and the demo.
+//! generation, the demo, and the server (`wireload serve`).
 
 mod bench;
 mod cli;
@@ -17,6 +17,7 @@ mod queries;
 mod reference;
 mod render;
 mod script;
+mod serve;
 mod shell;
 mod tpch;
 
@@ -54,6 +55,7 @@ fn run(cli: Cli) -> Result<()> {
             bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
         }
         Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
+        Some(Command::Serve(args)) => serve::run(args, threads),
         None => {
             let engine = Engine::new(threads)?;
             if let Some(path) = &cli.file {

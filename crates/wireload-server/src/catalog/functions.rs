@@ -19,8 +19,7 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 
 use super::objects::{
-    self, CATALOG_OWNER, Context, DATABASE_NAME, OWNER_OID, Objects, SERVER_VERSION,
-    UTF8_ENCODING,
+    self, CATALOG_OWNER, Context, DATABASE_NAME, OWNER_OID, Objects, PG_VERSION, UTF8_ENCODING,
 };
 
 /// What a function body sees: the catalog, read at most once per call of the function.
@@ -319,17 +318,42 @@ pub(crate) fn register(session: &SessionContext, context: &Arc<Context>) {
         }),
     );
     // wireload has no column defaults, view texts, comments or extended statistics
-    add("pg_get_expr", &[2, 3], text_ty.clone(), Arc::clone(&null_text));
-    add("pg_get_viewdef", &[1, 2], text_ty.clone(), Arc::clone(&null_text));
+    add(
+        "pg_get_expr",
+        &[2, 3],
+        text_ty.clone(),
+        Arc::clone(&null_text),
+    );
+    add(
+        "pg_get_viewdef",
+        &[1, 2],
+        text_ty.clone(),
+        Arc::clone(&null_text),
+    );
     add(
         "pg_get_statisticsobjdef_columns",
         &[1],
         text_ty.clone(),
         Arc::clone(&null_text),
     );
-    add("obj_description", &[1, 2], text_ty.clone(), Arc::clone(&null_text));
-    add("col_description", &[2], text_ty.clone(), Arc::clone(&null_text));
-    add("shobj_description", &[2], text_ty.clone(), Arc::clone(&null_text));
+    add(
+        "obj_description",
+        &[1, 2],
+        text_ty.clone(),
+        Arc::clone(&null_text),
+    );
+    add(
+        "col_description",
+        &[2],
+        text_ty.clone(),
+        Arc::clone(&null_text),
+    );
+    add(
+        "shobj_description",
+        &[2],
+        text_ty.clone(),
+        Arc::clone(&null_text),
+    );
 
     // sizes
     for (name, what) in [
@@ -449,7 +473,7 @@ pub(crate) fn register(session: &SessionContext, context: &Arc<Context>) {
         text_ty.clone(),
         Arc::new(|_, _| {
             Ok(utf8(format!(
-                "PostgreSQL {SERVER_VERSION} (wireload {}) on {}-{}, 64-bit",
+                "PostgreSQL {PG_VERSION} (wireload {}) on {}-{}, 64-bit",
                 env!("CARGO_PKG_VERSION"),
                 std::env::consts::ARCH,
                 std::env::consts::OS
@@ -457,7 +481,12 @@ pub(crate) fn register(session: &SessionContext, context: &Arc<Context>) {
         }),
     );
     for name in ["current_database", "current_catalog"] {
-        add(name, &[0], text_ty.clone(), Arc::new(|_, _| Ok(utf8(DATABASE_NAME))));
+        add(
+            name,
+            &[0],
+            text_ty.clone(),
+            Arc::new(|_, _| Ok(utf8(DATABASE_NAME))),
+        );
     }
     add(
         "current_schema",
@@ -482,7 +511,12 @@ pub(crate) fn register(session: &SessionContext, context: &Arc<Context>) {
         }),
     );
     for name in ["current_user", "session_user", "current_role", "user"] {
-        add(name, &[0], text_ty.clone(), Arc::new(|_, _| Ok(utf8(CATALOG_OWNER))));
+        add(
+            name,
+            &[0],
+            text_ty.clone(),
+            Arc::new(|_, _| Ok(utf8(CATALOG_OWNER))),
+        );
     }
     add(
         "pg_backend_pid",
@@ -662,10 +696,7 @@ mod tests {
 
     #[test]
     fn arrays_join() {
-        assert_eq!(
-            array_to_string(&[utf8("{a,b}"), utf8(", ")]),
-            utf8("a, b")
-        );
+        assert_eq!(array_to_string(&[utf8("{a,b}"), utf8(", ")]), utf8("a, b"));
         assert_eq!(
             array_to_string(&[ScalarValue::Utf8(None), utf8(",")]),
             ScalarValue::Utf8(None)

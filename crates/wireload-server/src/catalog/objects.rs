@@ -17,7 +17,9 @@ pub const DATABASE_NAME: &str = "wireload";
 /// The role that owns every object (`pg_get_userbyid`, `current_user`).
 pub const CATALOG_OWNER: &str = "wireload";
 /// The PostgreSQL version the catalog imitates (psql picks its catalog queries by it).
-pub const SERVER_VERSION: &str = "15.0";
+pub(crate) const PG_VERSION: &str = "15.0";
+/// `server_version` in pg_settings.
+pub(crate) const SERVER_VERSION: &str = concat!("15.0 (wireload ", env!("CARGO_PKG_VERSION"), ")");
 
 /// The oid of the owner role (PostgreSQL's bootstrap superuser).
 pub(crate) const OWNER_OID: i64 = 10;
@@ -108,36 +110,194 @@ type BaseType = (
 );
 
 const BASE_TYPES: &[BaseType] = &[
-    (16, "bool", "boolean", 1, true, "B", 1000, "bool", "c", "p", 0),
-    (17, "bytea", "bytea", -1, false, "U", 1001, "bytea", "i", "x", 0),
-    (18, "char", "\"char\"", 1, true, "Z", 1002, "char", "c", "p", 0),
-    (19, "name", "name", 64, false, "S", 1003, "name", "c", "p", 950),
-    (20, "int8", "bigint", 8, true, "N", 1016, "int8", "d", "p", 0),
-    (21, "int2", "smallint", 2, true, "N", 1005, "int2", "s", "p", 0),
-    (22, "int2vector", "int2vector", -1, false, "A", 1006, "int2vector", "i", "p", 0),
-    (23, "int4", "integer", 4, true, "N", 1007, "int4", "i", "p", 0),
-    (24, "regproc", "regproc", 4, true, "N", 1008, "regproc", "i", "p", 0),
-    (25, "text", "text", -1, false, "S", 1009, "text", "i", "x", 100),
+    (
+        16, "bool", "boolean", 1, true, "B", 1000, "bool", "c", "p", 0,
+    ),
+    (
+        17, "bytea", "bytea", -1, false, "U", 1001, "bytea", "i", "x", 0,
+    ),
+    (
+        18, "char", "\"char\"", 1, true, "Z", 1002, "char", "c", "p", 0,
+    ),
+    (
+        19, "name", "name", 64, false, "S", 1003, "name", "c", "p", 950,
+    ),
+    (
+        20, "int8", "bigint", 8, true, "N", 1016, "int8", "d", "p", 0,
+    ),
+    (
+        21, "int2", "smallint", 2, true, "N", 1005, "int2", "s", "p", 0,
+    ),
+    (
+        22,
+        "int2vector",
+        "int2vector",
+        -1,
+        false,
+        "A",
+        1006,
+        "int2vector",
+        "i",
+        "p",
+        0,
+    ),
+    (
+        23, "int4", "integer", 4, true, "N", 1007, "int4", "i", "p", 0,
+    ),
+    (
+        24, "regproc", "regproc", 4, true, "N", 1008, "regproc", "i", "p", 0,
+    ),
+    (
+        25, "text", "text", -1, false, "S", 1009, "text", "i", "x", 100,
+    ),
     (26, "oid", "oid", 4, true, "N", 1028, "oid", "i", "p", 0),
-    (30, "oidvector", "oidvector", -1, false, "A", 1013, "oidvector", "i", "p", 0),
-    (114, "json", "json", -1, false, "U", 199, "json_", "i", "x", 0),
-    (700, "float4", "real", 4, true, "N", 1021, "float4", "i", "p", 0),
-    (701, "float8", "double precision", 8, true, "N", 1022, "float8", "d", "p", 0),
-    (705, "unknown", "unknown", -2, false, "X", 0, "unknown", "c", "p", 0),
-    (1033, "aclitem", "aclitem", 12, false, "U", 1034, "aclitem", "i", "p", 0),
-    (1042, "bpchar", "character", -1, false, "S", 1014, "bpchar", "i", "x", 100),
-    (1043, "varchar", "character varying", -1, false, "S", 1015, "varchar", "i", "x", 100),
-    (1082, "date", "date", 4, true, "D", 1182, "date_", "i", "p", 0),
-    (1083, "time", "time without time zone", 8, true, "D", 1183, "time_", "d", "p", 0),
-    (1114, "timestamp", "timestamp without time zone", 8, true, "D", 1115, "timestamp_", "d", "p", 0),
-    (1184, "timestamptz", "timestamp with time zone", 8, true, "D", 1185, "timestamptz_", "d", "p", 0),
-    (1186, "interval", "interval", 16, false, "T", 1187, "interval_", "d", "p", 0),
-    (1700, "numeric", "numeric", -1, false, "N", 1231, "numeric_", "i", "m", 0),
-    (2205, "regclass", "regclass", 4, true, "N", 2210, "regclass", "i", "p", 0),
-    (2206, "regtype", "regtype", 4, true, "N", 2211, "regtype", "i", "p", 0),
-    (2950, "uuid", "uuid", 16, false, "U", 2951, "uuid_", "c", "p", 0),
-    (3802, "jsonb", "jsonb", -1, false, "U", 3807, "jsonb_", "i", "x", 0),
-    (4089, "regnamespace", "regnamespace", 4, true, "N", 4090, "regnamespace", "i", "p", 0),
+    (
+        30,
+        "oidvector",
+        "oidvector",
+        -1,
+        false,
+        "A",
+        1013,
+        "oidvector",
+        "i",
+        "p",
+        0,
+    ),
+    (
+        114, "json", "json", -1, false, "U", 199, "json_", "i", "x", 0,
+    ),
+    (
+        700, "float4", "real", 4, true, "N", 1021, "float4", "i", "p", 0,
+    ),
+    (
+        701,
+        "float8",
+        "double precision",
+        8,
+        true,
+        "N",
+        1022,
+        "float8",
+        "d",
+        "p",
+        0,
+    ),
+    (
+        705, "unknown", "unknown", -2, false, "X", 0, "unknown", "c", "p", 0,
+    ),
+    (
+        1033, "aclitem", "aclitem", 12, false, "U", 1034, "aclitem", "i", "p", 0,
+    ),
+    (
+        1042,
+        "bpchar",
+        "character",
+        -1,
+        false,
+        "S",
+        1014,
+        "bpchar",
+        "i",
+        "x",
+        100,
+    ),
+    (
+        1043,
+        "varchar",
+        "character varying",
+        -1,
+        false,
+        "S",
+        1015,
+        "varchar",
+        "i",
+        "x",
+        100,
+    ),
+    (
+        1082, "date", "date", 4, true, "D", 1182, "date_", "i", "p", 0,
+    ),
+    (
+        1083,
+        "time",
+        "time without time zone",
+        8,
+        true,
+        "D",
+        1183,
+        "time_",
+        "d",
+        "p",
+        0,
+    ),
+    (
+        1114,
+        "timestamp",
+        "timestamp without time zone",
+        8,
+        true,
+        "D",
+        1115,
+        "timestamp_",
+        "d",
+        "p",
+        0,
+    ),
+    (
+        1184,
+        "timestamptz",
+        "timestamp with time zone",
+        8,
+        true,
+        "D",
+        1185,
+        "timestamptz_",
+        "d",
+        "p",
+        0,
+    ),
+    (
+        1186,
+        "interval",
+        "interval",
+        16,
+        false,
+        "T",
+        1187,
+        "interval_",
+        "d",
+        "p",
+        0,
+    ),
+    (
+        1700, "numeric", "numeric", -1, false, "N", 1231, "numeric_", "i", "m", 0,
+    ),
+    (
+        2205, "regclass", "regclass", 4, true, "N", 2210, "regclass", "i", "p", 0,
+    ),
+    (
+        2206, "regtype", "regtype", 4, true, "N", 2211, "regtype", "i", "p", 0,
+    ),
+    (
+        2950, "uuid", "uuid", 16, false, "U", 2951, "uuid_", "c", "p", 0,
+    ),
+    (
+        3802, "jsonb", "jsonb", -1, false, "U", 3807, "jsonb_", "i", "x", 0,
+    ),
+    (
+        4089,
+        "regnamespace",
+        "regnamespace",
+        4,
+        true,
+        "N",
+        4090,
+        "regnamespace",
+        "i",
+        "p",
+        0,
+    ),
 ];
 
 /// Every built-in type: the base types, then their array types.
@@ -213,11 +373,7 @@ pub(crate) fn type_by_name(name: &str) -> Option<&'static PgType> {
         other => other,
     };
     let t = types().iter().find(|t| t.name == alias)?;
-    if array {
-        type_by_oid(t.array)
-    } else {
-        Some(t)
-    }
+    if array { type_by_oid(t.array) } else { Some(t) }
 }
 
 /// `format_type(oid, typmod)`: `integer`, `numeric(15,2)`, `character varying(25)`...
@@ -615,11 +771,13 @@ impl Objects {
     /// on the search path).
     pub fn relation_display(&self, oid: i64) -> Option<String> {
         let r = self.relation(oid)?;
-        Some(if r.namespace_oid == PG_CATALOG_OID || r.namespace_oid == PUBLIC_OID {
-            quote_ident(&r.name)
-        } else {
-            format!("{}.{}", quote_ident(&r.namespace), quote_ident(&r.name))
-        })
+        Some(
+            if r.namespace_oid == PG_CATALOG_OID || r.namespace_oid == PUBLIC_OID {
+                quote_ident(&r.name)
+            } else {
+                format!("{}.{}", quote_ident(&r.namespace), quote_ident(&r.name))
+            },
+        )
     }
 
     /// The namespace `name` names.

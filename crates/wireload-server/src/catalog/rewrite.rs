@@ -13,8 +13,8 @@
 //!   `pg_catalog.`-qualified types become casts to DataFusion's types;
 //! - a SELECT that inner-joins a catalog table that is always empty (policies,
 //!   publications, inheritance, column defaults...) has no rows: it becomes a SELECT of as
-//!   many NULL columns without FROM, and such a scalar subquery NULL, EXISTS false, IN
-//!   false (those selects use what DataFusion cannot plan: `array(subquery)`, `= any(...)`,
+//!   many NULL columns without FROM, and such a scalar subquery NULL, `ARRAY(...)` `'{}'`,
+//!   EXISTS false, IN false (those selects use what DataFusion cannot plan: `array(subquery)`, `= any(...)`,
 //!   correlated `generate_series`);
 //! - a scalar subquery over catalog tables that is not aggregated gets `max(...)` around its
 //!   value (DataFusion plans correlated scalar subqueries only when they are aggregated).
@@ -164,9 +164,9 @@ impl Rewriter {
                 | JoinOperator::Anti(_)
                 | JoinOperator::LeftAnti(_)
                 | JoinOperator::OuterApply => empty,
-                JoinOperator::Right(_) | JoinOperator::RightOuter(_) | JoinOperator::RightAnti(_) => {
-                    right
-                }
+                JoinOperator::Right(_)
+                | JoinOperator::RightOuter(_)
+                | JoinOperator::RightAnti(_) => right,
                 JoinOperator::FullOuter(_) => empty && right,
                 _ => false,
             };
@@ -276,7 +276,15 @@ fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {
             split_conjuncts(*left, out);
             split_conjuncts(*right, out);
         }
-        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
+        Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
             split_conjuncts(*inner, out)
         }
         other => out.push(other),
@@ -295,8 +303,15 @@ fn and_all(conjuncts: Vec<Expr>) -> Option<Expr> {
 /// decorrelate it: in a predicate that is not `inner = outer`, an outer column equal to an
 /// inner expression (by such an equality) is replaced by that expression (`a.x <> t.y`
 /// with `c.oid = a.x` becomes `c.oid <> t.y`), and predicates on outer columns only are
-/// taken out; returns them (the subquery is NULL where they do not hold).
-fn decorrelate(select: &mut Select) -> Option<Expr> {
+/// taken out; returns them (the subquery is NULL where they do not hold). Inner columns
+/// of the same name from two tables (`c.oid = a.x AND t.oid = a.y`) that both meet outer
+/// ones are told apart by reading the second table through a derived table that names
+/// the column anew (DataFusion 55 takes one for the other otherwise).
+fn decorrelate(query: &mut Query) -> Option<Expr> {
+    let template = query.clone();
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return None;
+    };
     let inner = inner_names(select);
     let mut conjuncts = Vec::new();
     split_conjuncts(select.selection.take()?, &mut conjuncts);
@@ -319,30 +334,162 @@ fn decorrelate(select: &mut Select) -> Option<Expr> {
             }
         }
     }
+    let is_defining = |c: &Expr| {
+        equal.iter().any(|(o, i)| {
+            matches!(c, Expr::BinaryOp { left, op: BinaryOperator::Eq, right }
+                if (left.as_ref() == o && right.as_ref() == i)
+                    || (left.as_ref() == i && right.as_ref() == o))
+        })
+    };
     let mut kept = Vec::new();
     let mut hoisted = Vec::new();
     for mut c in conjuncts {
-        let defining = equal.iter().any(|(o, i)| {
-            matches!(&c, Expr::BinaryOp { left, op: BinaryOperator::Eq, right }
-                if (left.as_ref() == o && right.as_ref() == i) || (left.as_ref() == i && right.as_ref() == o))
+        if is_defining(&c) {
+            kept.push(c);
+            continue;
+        }
+        let _ = ast::visit_expressions_mut(&mut c, |e| {
+            if let Some((_, i)) = equal.iter().find(|(o, _)| o == e) {
+                *e = i.clone();
+            }
+            ControlFlow::<()>::Continue(())
         });
-        if !defining {
-            let _ = ast::visit_expressions_mut(&mut c, |e| {
-                if let Some((_, i)) = equal.iter().find(|(o, _)| o == e) {
-                    *e = i.clone();
+        let (outer, other) = column_refs(&c, &inner);
+        if outer > 0 && other == 0 {
+            hoisted.push(c);
+        } else {
+            kept.push(c);
+        }
+    }
+    // inner key columns of one name from two tables: the second one renamed
+    let mut first: Vec<(String, String)> = Vec::new();
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for (_, i) in &equal {
+        if let Expr::CompoundIdentifier(p) = i
+            && let [q, col] = p.as_slice()
+        {
+            let (q, col) = (normalize(q), normalize(col));
+            match first.iter().find(|(_, c)| *c == col) {
+                Some((q0, _)) if *q0 != q => {
+                    if !renamed.contains(&(q.clone(), col.clone())) {
+                        renamed.push((q, col));
+                    }
+                }
+                Some(_) => {}
+                None => first.push((q, col)),
+            }
+        }
+    }
+    for (q, col) in &renamed {
+        let new_col = format!("__{q}_{col}");
+        if !read_with_extra_column(&template, select, q, col, &new_col) {
+            continue;
+        }
+        for c in kept.iter_mut().filter(|c| is_defining(c)) {
+            let _ = ast::visit_expressions_mut(c, |e| {
+                if let Expr::CompoundIdentifier(p) = e
+                    && let [pq, pc] = p.as_slice()
+                    && normalize(pq) == *q
+                    && normalize(pc) == *col
+                {
+                    p[1] = Ident::with_quote('"', new_col.clone());
                 }
                 ControlFlow::<()>::Continue(())
             });
-            let (outer, other) = column_refs(&c, &inner);
-            if outer > 0 && other == 0 {
-                hoisted.push(c);
-                continue;
-            }
         }
-        kept.push(c);
     }
     select.selection = and_all(kept);
     and_all(hoisted)
+}
+
+/// Replaces the table known as `q` in `select`'s FROM by `(SELECT *, col AS new_col FROM
+/// table) q`; false when there is no such plain table.
+fn read_with_extra_column(
+    template: &Query,
+    select: &mut Select,
+    q: &str,
+    col: &str,
+    new_col: &str,
+) -> bool {
+    let Some(factor) = select
+        .from
+        .iter_mut()
+        .flat_map(|twj| {
+            std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation))
+        })
+        .find(|f| match f {
+            TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => match alias {
+                Some(a) => normalize(&a.name) == q,
+                None => parts(name).last().is_some_and(|n| n == q),
+            },
+            _ => false,
+        })
+    else {
+        return false;
+    };
+    let TableFactor::Table { name, alias, .. } = factor else {
+        return false;
+    };
+    let alias = alias.clone().unwrap_or(ast::TableAlias {
+        explicit: true,
+        name: Ident::new(q),
+        columns: Vec::new(),
+        at: None,
+    });
+    let mut inner = match template.body.as_ref() {
+        SetExpr::Select(s) => s.as_ref().clone(),
+        _ => return false,
+    };
+    inner.projection = vec![
+        SelectItem::Wildcard(ast::WildcardAdditionalOptions::default()),
+        SelectItem::ExprWithAlias {
+            expr: Expr::Identifier(Ident::with_quote('"', col)),
+            alias: Ident::with_quote('"', new_col),
+        },
+    ];
+    inner.from = vec![TableWithJoins {
+        relation: TableFactor::Table {
+            name: name.clone(),
+            alias: None,
+            args: None,
+            with_hints: Vec::new(),
+            version: None,
+            with_ordinality: false,
+            partitions: Vec::new(),
+            json_path: None,
+            sample: None,
+            index_hints: Vec::new(),
+        },
+        joins: Vec::new(),
+    }];
+    inner.selection = None;
+    inner.group_by = GroupByExpr::Expressions(Vec::new(), Vec::new());
+    inner.having = None;
+    inner.distinct = None;
+    inner.named_window.clear();
+    inner.qualify = None;
+    inner.sort_by.clear();
+    inner.lateral_views.clear();
+    inner.prewhere = None;
+    let mut subquery = template.clone();
+    subquery.body = Box::new(SetExpr::Select(Box::new(inner)));
+    subquery.with = None;
+    subquery.order_by = None;
+    subquery.limit_clause = None;
+    subquery.fetch = None;
+    subquery.locks.clear();
+    *factor = TableFactor::Derived {
+        lateral: false,
+        subquery: Box::new(subquery),
+        alias: Some(alias),
+        sample: None,
+    };
+    true
 }
 
 /// True when a projection calls an aggregate function (or a window function) itself (not
@@ -500,8 +647,7 @@ impl Reg {
 fn type_name(data_type: &DataType) -> Option<(String, bool)> {
     match data_type {
         DataType::Regclass => Some(("regclass".into(), false)),
-        DataType::Custom(name, modifiers) if modifiers.is_empty() => match parts(name).as_slice()
-        {
+        DataType::Custom(name, modifiers) if modifiers.is_empty() => match parts(name).as_slice() {
             [t] => Some((t.clone(), false)),
             [schema, t] if schema == tables::SCHEMA => Some((t.clone(), true)),
             _ => None,
@@ -641,10 +787,8 @@ impl VisitorMut for Rewriter {
         let p = parts(name);
         match p.as_slice() {
             [table] if tables::is_catalog_table(table) && !self.ctes.contains(table) => {
-                name.0.insert(
-                    0,
-                    ObjectNamePart::Identifier(Ident::new(tables::SCHEMA)),
-                );
+                name.0
+                    .insert(0, ObjectNamePart::Identifier(Ident::new(tables::SCHEMA)));
             }
             // a table function (generate_series, unnest...) called as pg_catalog.f
             [schema, f] if schema == tables::SCHEMA && !tables::is_catalog_table(f) => {
@@ -669,13 +813,14 @@ impl VisitorMut for Rewriter {
                         && let SetExpr::Select(select) = query.body.as_mut()
                     {
                         match &mut select.projection[0] {
-                            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                            SelectItem::UnnamedExpr(e)
+                            | SelectItem::ExprWithAlias { expr: e, .. } => {
                                 let value = std::mem::replace(e, Expr::Value(Value::Null.into()));
                                 *e = call("max", vec![value]);
                             }
                             _ => {}
                         }
-                        if let Some(condition) = decorrelate(select) {
+                        if let Some(condition) = decorrelate(query) {
                             let subquery = std::mem::replace(expr, Expr::Value(Value::Null.into()));
                             *expr = Expr::Case {
                                 case_token: ast::helpers::attached_token::AttachedToken::empty(),
@@ -691,23 +836,27 @@ impl VisitorMut for Rewriter {
                     }
                 }
             }
-            Expr::Exists { subquery, negated } => {
-                if self
+            // ARRAY(subquery) of no rows: the empty array (in the text form the catalog
+            // tables keep arrays in)
+            Expr::Function(Function {
+                name,
+                args: FunctionArguments::Subquery(subquery),
+                ..
+            }) if parts(name) == ["array"]
+                && self
                     .plain_select(subquery)
-                    .is_some_and(|s| self.select_is_empty(s))
-                {
-                    *expr = Expr::Value(Value::Boolean(*negated).into());
-                }
+                    .is_some_and(|s| self.select_is_empty(s)) =>
+            {
+                *expr = Expr::Value(Value::SingleQuotedString("{}".into()).into());
             }
-            Expr::InSubquery {
+            Expr::Exists { subquery, negated }
+            | Expr::InSubquery {
                 subquery, negated, ..
-            } => {
-                if self
-                    .plain_select(subquery)
-                    .is_some_and(|s| self.select_is_empty(s))
-                {
-                    *expr = Expr::Value(Value::Boolean(*negated).into());
-                }
+            } if self
+                .plain_select(subquery)
+                .is_some_and(|s| self.select_is_empty(s)) =>
+            {
+                *expr = Expr::Value(Value::Boolean(*negated).into());
             }
             Expr::BinaryOp { left, op, right } if is_comparison(op) => {
                 strip_oid_cast(left);
@@ -767,14 +916,13 @@ impl VisitorMut for Rewriter {
                     }
                 }
             }
-            Expr::Function(f) => {
+            Expr::Function(f)
                 if f.name.0.len() == 2
                     && f.name.0[0]
                         .as_ident()
-                        .is_some_and(|i| normalize(i) == tables::SCHEMA)
-                {
-                    f.name.0.remove(0);
-                }
+                        .is_some_and(|i| normalize(i) == tables::SCHEMA) =>
+            {
+                f.name.0.remove(0);
             }
             Expr::Cast {
                 expr: inner,
@@ -817,7 +965,8 @@ impl VisitorMut for Rewriter {
                         .find(|(i, _)| f.name.to_string() == *i)
                         .map(|(_, o)| *o)
                     {
-                        let value = std::mem::replace(inner.as_mut(), Expr::Value(Value::Null.into()));
+                        let value =
+                            std::mem::replace(inner.as_mut(), Expr::Value(Value::Null.into()));
                         *expr = call(out, vec![value]);
                         return ControlFlow::Continue(());
                     }
@@ -851,7 +1000,7 @@ mod tests {
             rewritten(
                 "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"
             ),
-            "SELECT c.oid FROM pg_catalog.pg_class AS c WHERE c.relname ~ '^(t)$' AND pg_table_is_visible(c.oid)"
+            "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname ~ '^(t)$' AND pg_table_is_visible(c.oid)"
         );
         assert_eq!(
             rewritten("SELECT relname FROM pg_class"),
@@ -867,7 +1016,7 @@ mod tests {
     fn oid_casts() {
         assert_eq!(
             rewritten("SELECT 't'::regclass, c.oid::pg_catalog.regclass::pg_catalog.text FROM x c"),
-            "SELECT regclassin('t'), CAST(regclassout(c.oid) AS TEXT) FROM x AS c"
+            "SELECT regclassin('t'), regclassout(c.oid)::TEXT FROM x c"
         );
         assert_eq!(
             rewritten("SELECT 1 FROM x WHERE x.a::regclass = 't'::regclass"),
@@ -875,7 +1024,7 @@ mod tests {
         );
         assert_eq!(
             rewritten("SELECT 'int4'::regtype::text, x.t::oid, 'pg_catalog.array_in'::regproc"),
-            "SELECT regtypeout(regtypein('int4')), CAST(x.t AS BIGINT), 'array_in'"
+            "SELECT regtypeout(regtypein('int4')), x.t::BIGINT, 'array_in'"
         );
     }
 
@@ -894,19 +1043,47 @@ mod tests {
         let counted = "SELECT count(*) FROM pg_catalog.pg_trigger";
         assert_eq!(rewritten(counted), counted);
         assert_eq!(
-            rewritten("SELECT a.attname, (SELECT d.adbin FROM pg_catalog.pg_attrdef d WHERE d.adrelid = a.attrelid) FROM pg_catalog.pg_attribute a"),
-            "SELECT a.attname, CAST(NULL AS TEXT) FROM pg_catalog.pg_attribute AS a"
+            rewritten(
+                "SELECT a.attname, (SELECT d.adbin FROM pg_catalog.pg_attrdef d WHERE d.adrelid = a.attrelid) FROM pg_catalog.pg_attribute a"
+            ),
+            "SELECT a.attname, CAST(NULL AS TEXT) FROM pg_catalog.pg_attribute a"
         );
     }
 
     #[test]
     fn correlated_catalog_subqueries_are_aggregated() {
         assert_eq!(
-            rewritten("SELECT (SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute a"),
-            "SELECT (SELECT max(t.typname) FROM pg_catalog.pg_type AS t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute AS a"
+            rewritten(
+                "SELECT (SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute a"
+            ),
+            "SELECT (SELECT max(t.typname) FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) FROM pg_catalog.pg_attribute a"
         );
         // user tables keep PostgreSQL's semantics
         let user = "SELECT (SELECT b.x FROM b WHERE b.id = a.id) FROM a";
         assert_eq!(rewritten(user), user);
+    }
+
+    #[test]
+    fn any_of_an_array_becomes_in() {
+        assert_eq!(
+            rewritten("SELECT 1 FROM t WHERE k = ANY (ARRAY['r', 'v']) AND j <> ALL (ARRAY[1])"),
+            "SELECT 1 FROM t WHERE k IN ('r', 'v') AND j NOT IN (1)"
+        );
+    }
+
+    #[test]
+    fn correlated_predicates_are_reshaped() {
+        assert_eq!(
+            rewritten(
+                "SELECT (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t \
+                 WHERE c.oid = a.attcollation AND t.oid = a.atttypid \
+                 AND a.attcollation <> t.typcollation AND a.atthasdef) FROM pg_catalog.pg_attribute a"
+            ),
+            "SELECT CASE WHEN a.atthasdef THEN (SELECT max(c.collname) \
+             FROM pg_catalog.pg_collation c, \
+             (SELECT *, \"oid\" AS \"__t_oid\" FROM pg_catalog.pg_type) t \
+             WHERE c.oid = a.attcollation AND t.\"__t_oid\" = a.atttypid \
+             AND c.oid <> t.typcollation) END FROM pg_catalog.pg_attribute a"
+        );
     }
 }

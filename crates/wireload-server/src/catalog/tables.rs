@@ -431,6 +431,18 @@ const SPECS: &[Spec] = &[
         rows: None,
     },
     Spec {
+        name: "pg_auth_members",
+        columns: &[
+            ("oid", Oid),
+            ("roleid", Oid),
+            ("member", Oid),
+            ("grantor", Oid),
+            ("admin_option", Bool),
+        ],
+        view: false,
+        rows: None,
+    },
+    Spec {
         name: "pg_inherits",
         columns: &[
             ("inhrelid", Oid),
@@ -760,7 +772,11 @@ fn type_rows(_: &Objects) -> Rows {
                 b(true),
                 t(","),
                 o(0),
-                t(if array { "array_subscript_handler" } else { "-" }),
+                t(if array {
+                    "array_subscript_handler"
+                } else {
+                    "-"
+                }),
                 o(ty.elem),
                 o(ty.array),
                 t(format!("{}in", ty.io)),
@@ -823,24 +839,9 @@ fn index_rows(objects: &Objects) -> Rows {
 
 fn am_rows(_: &Objects) -> Rows {
     vec![
-        vec![
-            o(objects::TABLE_AM_OID),
-            t("columnar"),
-            t("-"),
-            t("t"),
-        ],
-        vec![
-            o(objects::ART_AM_OID),
-            t("art"),
-            t("-"),
-            t("i"),
-        ],
-        vec![
-            o(objects::HASH_AM_OID),
-            t("hash"),
-            t("-"),
-            t("i"),
-        ],
+        vec![o(objects::TABLE_AM_OID), t("columnar"), t("-"), t("t")],
+        vec![o(objects::ART_AM_OID), t("art"), t("-"), t("i")],
+        vec![o(objects::HASH_AM_OID), t("hash"), t("-"), t("i")],
     ]
 }
 
@@ -1094,14 +1095,7 @@ fn views_view_rows(objects: &Objects) -> Rows {
         .relations
         .iter()
         .filter(|r| r.kind == "v")
-        .map(|r| {
-            vec![
-                t(&r.namespace),
-                t(&r.name),
-                t(objects::CATALOG_OWNER),
-                NULL,
-            ]
-        })
+        .map(|r| vec![t(&r.namespace), t(&r.name), t(objects::CATALOG_OWNER), NULL])
         .collect()
 }
 

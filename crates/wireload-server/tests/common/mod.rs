@@ -115,7 +115,13 @@ impl TestServer {
     }
 
     /// psql as `user` with `password` (None: none given) and `sslmode`.
-    pub fn psql_as(&self, user: &str, password: Option<&str>, sslmode: &str, args: &[&str]) -> Output {
+    pub fn psql_as(
+        &self,
+        user: &str,
+        password: Option<&str>,
+        sslmode: &str,
+        args: &[&str],
+    ) -> Output {
         let mut cmd = Command::new(wireload_clients::psql());
         cmd.arg(format!(
             "host=127.0.0.1 port={} user={user} dbname=wireload sslmode={sslmode} connect_timeout=10",
@@ -188,7 +194,17 @@ pub fn self_signed(dir: &Path) -> TlsFiles {
     let cert = dir.join("server.crt");
     let key = dir.join("server.key");
     let out = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+        ])
         .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
         .arg("-keyout")
         .arg(&key)
@@ -196,6 +212,10 @@ pub fn self_signed(dir: &Path) -> TlsFiles {
         .arg(&cert)
         .output()
         .expect("openssl runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     TlsFiles { cert, key }
 }

@@ -1,0 +1,155 @@
+//! `wireload serve`: the database as a server, over the PostgreSQL protocol and Arrow Flight
+//! SQL, until SIGTERM or Ctrl-C.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use wireload_server::{ServeConfig, TlsFiles, Users};
+use wireload_sql::{Database, DbConfig, StatementOutput};
+
+use crate::cli::ServeArgs;
+
+/// The server's settings: the config file's, then the flags', then the environment's user.
+fn config(args: &ServeArgs) -> Result<ServeConfig> {
+    let mut config = match &args.config {
+        Some(path) => ServeConfig::from_file(path)?,
+        None => ServeConfig::default(),
+    };
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if args.no_flight {
+        config.flight_listen = None;
+    } else if let Some(listen) = args.flight_listen {
+        config.flight_listen = Some(listen);
+    }
+    if args.trust_local {
+        config.trust_local = true;
+    }
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            config.tls = Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })
+        }
+        (None, None) => {}
+        _ => bail!("--tls-cert and --tls-key go together"),
+    }
+    if let Some(init) = &args.init {
+        config.init = Some(init.clone());
+    }
+    if let Some(n) = args.max_connections {
+        config.limits.max_connections = n;
+    }
+    if let Some((user, password)) = Users::from_env().map_err(anyhow::Error::msg)? {
+        config.users.add(user, password);
+    }
+    Ok(config)
+}
+
+/// Binds `addr`, naming the protocol in the error.
+async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for {what} on {addr}"))
+}
+
+/// Runs the server until SIGTERM or Ctrl-C; then running statements are cancelled (a load
+/// in progress publishes nothing) and the process ends.
+pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = config(args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(serve(config, threads))
+}
+
+async fn serve(config: ServeConfig, threads: Option<usize>) -> Result<()> {
+    if config.users.is_empty() && !config.trust_local {
+        bail!("{}", wireload_server::ServerError::NoUsers);
+    }
+    let db = Arc::new(Database::new(DbConfig { threads }));
+    if let Some(init) = &config.init {
+        let sql = std::fs::read_to_string(init)
+            .with_context(|| format!("cannot read the init script {}", init.display()))?;
+        let outputs = db
+            .execute(&sql, &Default::default())
+            .await
+            .with_context(|| format!("init script {}", init.display()))?;
+        for out in outputs {
+            match out {
+                StatementOutput::Loaded(report) => tracing::info!("init: {report}"),
+                StatementOutput::Done(tag) => tracing::info!("init: {tag}"),
+                StatementOutput::Changed(change) => tracing::info!("init: {}", change.tag()),
+                StatementOutput::Unloaded(summary) => tracing::info!("init: {summary}"),
+                StatementOutput::Rows { .. } => {}
+            }
+        }
+    }
+    let users = Arc::new(config.users.clone());
+    let pg_listener = bind(config.listen, "PostgreSQL clients").await?;
+    let flight_listener = match config.flight_listen {
+        Some(addr) => Some(bind(addr, "Arrow Flight SQL clients").await?),
+        None => None,
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let pg = tokio::spawn(wireload_server::serve(
+        Arc::clone(&db),
+        pg_listener,
+        wireload_server::PgSettings {
+            users: Arc::clone(&users),
+            trust_local: config.trust_local,
+            tls: config.tls.clone(),
+            limits: config.limits.clone(),
+        },
+        signal(stopped.clone()),
+    ));
+    let flight = flight_listener.map(|listener| {
+        tokio::spawn(wireload_flight::serve(
+            Arc::clone(&db),
+            listener,
+            wireload_flight::FlightSettings {
+                users: Arc::clone(&users),
+                trust_local: config.trust_local,
+                tls: config.tls.clone(),
+                limits: config.limits.clone(),
+            },
+            signal(stopped.clone()),
+        ))
+    });
+    tracing::info!(
+        postgres = %config.listen,
+        flight = %config.flight_listen.map_or("off".to_string(), |a| a.to_string()),
+        users = ?users.names(),
+        trust_local = config.trust_local,
+        tls = config.tls.is_some(),
+        threads = db.threads(),
+        "wireload serve is ready"
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch SIGTERM")?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
+    }
+    let _ = stop.send(true);
+    pg.await.context("the PostgreSQL server panicked")??;
+    if let Some(flight) = flight {
+        flight.await.context("the Flight SQL server panicked")??;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}

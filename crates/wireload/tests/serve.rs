@@ -1,0 +1,212 @@
+//! `wireload serve` as a user starts it: one line with the user in the environment, an init
+//! script that creates and loads a table, psql and ADBC clients, and SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server, started with `args`, stopped (SIGKILL) when dropped if still running.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `wireload serve` and waits until it says it is ready; returns it and its log.
+fn serve(args: &[&str], env: &[(&str, &str)]) -> (Served, Vec<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .arg("--threads")
+        .arg("2")
+        .arg("serve")
+        .args(args)
+        .env_remove("WIRELOAD_USER")
+        .env_remove("WIRELOAD_PASSWORD")
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut log = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        match lines.next() {
+            Some(Ok(line)) => {
+                let ready = line.contains("wireload serve is ready");
+                log.push(line);
+                if ready {
+                    // keep draining stderr so the server never blocks on it
+                    std::thread::spawn(move || for _ in lines.by_ref() {});
+                    return (Served(child), log);
+                }
+            }
+            _ => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the server did not get ready:\n{}", log.join("\n"));
+}
+
+fn psql(port: u16, user: &str, password: &str, sql: &str) -> std::process::Output {
+    Command::new(wireload_clients::psql())
+        .arg(format!(
+            "host=127.0.0.1 port={port} user={user} dbname=wireload sslmode=disable"
+        ))
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGPASSWORD", password)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn serve_starts_from_the_environment_runs_init_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("cities.csv");
+    std::fs::write(&csv, "1,Lyon\n2,Zürich\n3,Kyoto\n").unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        format!(
+            "CREATE TABLE cities (id INT PRIMARY KEY, name TEXT);\nCOPY cities FROM '{}';\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let (port, flight) = (free_port(), free_port());
+    let (mut served, log) = serve(
+        &[
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--flight-listen",
+            &format!("127.0.0.1:{flight}"),
+            "--init",
+            init.to_str().unwrap(),
+        ],
+        &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
+    );
+    assert!(
+        log.iter().any(|l| l.contains("init: loaded 3 rows")),
+        "{log:?}"
+    );
+    let out = psql(port, "ops", "pw", "SELECT name FROM cities ORDER BY id");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Lyon\nZürich\nKyoto\n"
+    );
+    let out = psql(port, "ops", "wrong", "SELECT 1");
+    assert!(!out.status.success());
+    // Arrow Flight SQL on its port, same user
+    let script = format!(
+        "import adbc_driver_flightsql.dbapi as f\n\
+         c = f.connect('grpc://127.0.0.1:{flight}', db_kwargs={{'username': 'ops', 'password': 'pw'}})\n\
+         cur = c.cursor(); cur.execute('SELECT count(*) AS n FROM cities')\n\
+         print(cur.fetch_arrow_table().column('n')[0].as_py())\n"
+    );
+    let out = Command::new(wireload_clients::python())
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+    // SIGTERM: a clean exit
+    let pid = served.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = served.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn serve_refuses_to_start_without_users_or_trust() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-flight"])
+        .env_remove("WIRELOAD_USER")
+        .env_remove("WIRELOAD_PASSWORD")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no users") && err.contains("--trust-local"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_takes_a_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\n[limits]\nmax_connections = 1\n[[users]]\nname = \"cfg\"\npassword = \"secret\"\n"
+        ),
+    )
+    .unwrap();
+    let (_served, _) = serve(&["--config", config.to_str().unwrap(), "--no-flight"], &[]);
+    let out = psql(port, "cfg", "secret", "SELECT 'configured'");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "configured");
+    // while one connection is open (psql waiting for input), a second is over the limit
+    let mut first = Command::new(wireload_clients::psql())
+        .arg(format!(
+            "host=127.0.0.1 port={port} user=cfg dbname=wireload sslmode=disable"
+        ))
+        .args(["-X", "-q"])
+        .env("PGPASSWORD", "secret")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = psql(port, "cfg", "secret", "SELECT 1");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("too many clients"),
+        "{err}"
+    );
+    drop(first.stdin.take());
+    let _ = first.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = psql(port, "cfg", "secret", "SELECT 2");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
