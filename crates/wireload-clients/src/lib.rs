@@ -4,6 +4,8 @@
 //! (pinned in `requirements.txt`, installed with pip into the target directory once and
 //! kept there between runs).
 //!
+//! Also a self-signed certificate for the TLS tests.
+//!
 //! Only for tests (a dev-dependency): nothing here is in the product.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,31 @@ pub fn python() -> &'static Path {
         Ok(p) => p,
         Err(why) => panic!("the Python clients are needed by this test: {why}"),
     }
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost made with openssl in `dir`:
+/// the paths of the certificate and of its private key (PEM).
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let cert = dir.join("server.crt");
+    let key = dir.join("server.key");
+    let out = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
 }
 
 fn on_path(program: &str) -> Option<PathBuf> {

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use tonic::Status;
 use wireload_sql::{ScalarValue, SqlError, SqlState, StatementOutput};
+use wireload_storage::{Partitioning, TableDef};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 /// The gRPC status of a failed statement: the message with its SQLSTATE; `internal` only
 /// for wireload's own bugs.
@@ -242,51 +244,38 @@ pub fn number_placeholders(sql: &str) -> (String, bool) {
     (out, n > 0)
 }
 
-/// `name` as a quoted SQL identifier.
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// The wireload column type holding Arrow `ty`, for a table made by an ingest.
-fn sql_type_of(ty: &DataType) -> Option<String> {
+fn sql_type_of(ty: &DataType) -> Option<SqlType> {
     Some(match ty {
-        DataType::Boolean => "BOOLEAN".into(),
-        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "SMALLINT".into(),
-        DataType::Int32 | DataType::UInt16 => "INTEGER".into(),
-        DataType::Int64 | DataType::UInt32 => "BIGINT".into(),
-        DataType::Float16 | DataType::Float32 => "REAL".into(),
-        DataType::Float64 => "DOUBLE PRECISION".into(),
-        DataType::Decimal128(p, s) if *s >= 0 && *s as u8 <= *p => {
-            format!("DECIMAL({p},{s})")
-        }
-        DataType::Date32 | DataType::Date64 => "DATE".into(),
-        DataType::Timestamp(_, None) => "TIMESTAMP".into(),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "TEXT".into(),
+        DataType::Boolean => SqlType::Boolean,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => SqlType::SmallInt,
+        DataType::Int32 | DataType::UInt16 => SqlType::Integer,
+        DataType::Int64 | DataType::UInt32 => SqlType::BigInt,
+        DataType::Float16 | DataType::Float32 => SqlType::Real,
+        DataType::Float64 => SqlType::Double,
+        DataType::Decimal128(p, s) if *s >= 0 && *s as u8 <= *p && *p <= 38 => SqlType::Decimal {
+            precision: *p,
+            scale: *s as u8,
+        },
+        DataType::Date32 | DataType::Date64 => SqlType::Date,
+        DataType::Timestamp(_, None) => SqlType::Timestamp,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => SqlType::Text,
         DataType::Dictionary(_, value) => return sql_type_of(value),
         _ => return None,
     })
 }
 
-/// `CREATE TABLE` for an ingest into a new table `name` of `schema`'s columns (NOT NULL
+/// The definition of a new table `name` for an ingest of `schema`'s columns (NOT NULL
 /// where the field is not nullable); an error naming the first column of a type wireload
 /// has no column type for.
-pub fn create_table_sql(name: &str, schema: &Schema) -> Result<String, Status> {
-    if schema.fields().is_empty() {
-        return Err(Status::invalid_argument(
-            "cannot create a table without columns",
-        ));
-    }
+pub fn ingest_table_def(name: &str, schema: &Schema) -> Result<TableDef, Status> {
     let mut columns = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
         let ty = sql_type_of(f.data_type()).ok_or_else(|| {
             let hint = match f.data_type() {
-                DataType::Timestamp(
-                    TimeUnit::Second
-                    | TimeUnit::Millisecond
-                    | TimeUnit::Microsecond
-                    | TimeUnit::Nanosecond,
-                    Some(_),
-                ) => " (TIMESTAMP has no time zone: send timestamps without one)",
+                DataType::Timestamp(_, Some(_)) => {
+                    " (TIMESTAMP has no time zone: send timestamps without one)"
+                }
                 _ => "",
             };
             Status::invalid_argument(format!(
@@ -296,14 +285,14 @@ pub fn create_table_sql(name: &str, schema: &Schema) -> Result<String, Status> {
                 f.data_type()
             ))
         })?;
-        let null = if f.is_nullable() { "" } else { " NOT NULL" };
-        columns.push(format!("{} {ty}{null}", quote_ident(f.name())));
+        columns.push(ColumnDef {
+            name: f.name().clone(),
+            ty,
+            nullable: f.is_nullable(),
+        });
     }
-    Ok(format!(
-        "CREATE TABLE {} ({})",
-        quote_ident(name),
-        columns.join(", ")
-    ))
+    TableDef::new(name, TableSchema { columns }, Partitioning::Single)
+        .map_err(|e| Status::invalid_argument(format!("cannot create table \"{name}\": {e}")))
 }
 
 /// `batch`'s columns in the order of `columns` when its fields are those columns under
@@ -381,22 +370,41 @@ mod tests {
     }
 
     #[test]
-    fn create_table_from_arrow() {
+    fn ingest_tables_from_arrow() {
         let schema = Schema::new(vec![
             Field::new("id", DataType::Int64, false),
             Field::new("Name", DataType::Utf8, true),
             Field::new("p", DataType::Decimal128(12, 2), true),
         ]);
+        let def = ingest_table_def("t\"x", &schema).unwrap();
+        assert_eq!(def.name, "t\"x");
+        let cols: Vec<_> = def
+            .schema
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.ty, c.nullable))
+            .collect();
         assert_eq!(
-            create_table_sql("t\"x", &schema).unwrap(),
-            "CREATE TABLE \"t\"\"x\" (\"id\" BIGINT NOT NULL, \"Name\" TEXT, \"p\" DECIMAL(12,2))"
+            cols,
+            [
+                ("id", SqlType::BigInt, false),
+                ("Name", SqlType::Text, true),
+                (
+                    "p",
+                    SqlType::Decimal {
+                        precision: 12,
+                        scale: 2
+                    },
+                    true
+                ),
+            ]
         );
         let bad = Schema::new(vec![Field::new(
             "l",
             DataType::List(Arc::new(Field::new("item", DataType::Int32, true))),
             true,
         )]);
-        let err = create_table_sql("t", &bad).unwrap_err();
+        let err = ingest_table_def("t", &bad).unwrap_err();
         assert_eq!(err.code(), tonic::Code::InvalidArgument);
         assert!(err.message().contains("column \"l\""), "{}", err.message());
     }

@@ -44,8 +44,8 @@ use wireload_sql::{
 
 use crate::auth::{self, Auth, Credentials};
 use crate::convert::{
-    affected_rows, combine_results, create_table_sql, flight_status, match_columns,
-    number_placeholders, output_result, parameter_rows, quote_ident, sql_status,
+    affected_rows, combine_results, flight_status, ingest_table_def, match_columns,
+    number_placeholders, output_result, parameter_rows, sql_status,
 };
 
 /// How long a computed result waits for its `DoGet`.
@@ -136,6 +136,15 @@ fn batch_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> Response<DoGetS
         .build(futures::stream::iter(batches.into_iter().map(Ok)))
         .map_err(Status::from);
     Response::new(Box::pin(stream))
+}
+
+/// The one batch a catalog command's builder made, as a stream.
+fn built<E: std::fmt::Display>(
+    schema: SchemaRef,
+    batch: Result<RecordBatch, E>,
+) -> Result<Response<DoGetStream>, Status> {
+    let batch = batch.map_err(|e| Status::internal(e.to_string()))?;
+    Ok(batch_stream(schema, vec![batch]))
 }
 
 /// The Flight SQL service over one database.
@@ -804,14 +813,15 @@ impl FlightSqlService for FlightSqlServer {
                             )
                         })?;
                     let table = command.table.clone();
-                    let create = create_table_sql(&table, &schema)?;
-                    self.run_sql(&create, &ctl.0).await?;
+                    let def = ingest_table_def(&table, &schema)?;
+                    self.db
+                        .create_table(def, false)
+                        .map_err(|e| sql_status(&e))?;
                     match self.append(&table, batches, &ctl.0).await {
                         Ok(rows) => Ok(i64::try_from(rows).unwrap_or(i64::MAX)),
                         Err(e) => {
                             // the table this ingest made goes with its rows
-                            let drop = format!("DROP TABLE {}", quote_ident(&table));
-                            if let Err(d) = self.run_sql(&drop, &LoadControl::default()).await {
+                            if let Err(d) = self.db.catalog().drop_table(&table, true) {
                                 tracing::warn!(
                                     "Flight SQL: dropping table \"{table}\" after a failed ingest: {d}"
                                 );
@@ -850,11 +860,7 @@ impl FlightSqlService for FlightSqlServer {
         self.auth.authorize(&request)?;
         let mut builder = query.into_builder();
         builder.append(DEFAULT_CATALOG);
-        let schema = builder.schema();
-        let batch = builder
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(batch_stream(schema, vec![batch]))
+        built(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_schemas(
@@ -876,11 +882,7 @@ impl FlightSqlService for FlightSqlServer {
         self.auth.authorize(&request)?;
         let mut builder = query.into_builder();
         builder.append(DEFAULT_CATALOG, DEFAULT_SCHEMA);
-        let schema = builder.schema();
-        let batch = builder
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(batch_stream(schema, vec![batch]))
+        built(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_tables(
@@ -914,11 +916,7 @@ impl FlightSqlService for FlightSqlServer {
                 .append(DEFAULT_CATALOG, DEFAULT_SCHEMA, &name, kind, &schema)
                 .map_err(|e| Status::internal(e.to_string()))?;
         }
-        let schema = builder.schema();
-        let batch = builder
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(batch_stream(schema, vec![batch]))
+        built(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_table_types(
@@ -941,11 +939,7 @@ impl FlightSqlService for FlightSqlServer {
         let mut builder = query.into_builder();
         builder.append("TABLE");
         builder.append("VIEW");
-        let schema = builder.schema();
-        let batch = builder
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(batch_stream(schema, vec![batch]))
+        built(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_sql_info(
@@ -966,11 +960,7 @@ impl FlightSqlService for FlightSqlServer {
     ) -> Result<Response<DoGetStream>, Status> {
         self.auth.authorize(&request)?;
         let builder = query.into_builder(&self.sql_info);
-        let schema = builder.schema();
-        let batch = builder
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(batch_stream(schema, vec![batch]))
+        built(builder.schema(), builder.build())
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}

@@ -624,25 +624,7 @@ print("OK")
 }
 
 fn self_signed(dir: &Path) -> TlsFiles {
-    let cert = dir.join("cert.pem");
-    let key = dir.join("key.pem");
-    let out = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args(["-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (cert, key) = wireload_clients::self_signed(dir);
     TlsFiles { cert, key }
 }
 

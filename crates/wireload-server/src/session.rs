@@ -399,8 +399,7 @@ impl Connection {
             };
             session.copy_to_client(copy, writer, &task_ctl).await
         });
-        self.shared.backends.start(self.pid(), &ctl);
-        let result = async {
+        let sending = async {
             let Ok(columns) = columns_rx.await else {
                 // failed before writing anything
                 return match task.await {
@@ -438,10 +437,8 @@ impl Connection {
                 Ok(Err(e)) => Err(sql_error(&e)),
                 Err(e) => Err(user_error("XX000", format!("COPY TO STDOUT failed: {e}"))),
             }
-        }
-        .await;
-        self.shared.backends.finish(self.pid());
-        result
+        };
+        self.tracked(&ctl, sending).await
     }
 }
 

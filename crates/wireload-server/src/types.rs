@@ -245,9 +245,7 @@ impl<'a> ColumnWriter<'a> {
         match self {
             ColumnWriter::Bool(a) => out.put_u8(if a.value(row) { b't' } else { b'f' }),
             ColumnWriter::Int(a, _) => put_int(a.value(row), out),
-            ColumnWriter::UInt64(a) => {
-                let _ = write!(out, "{}", a.value(row));
-            }
+            ColumnWriter::UInt64(a) => out.put_slice(Digits::of(a.value(row).into()).as_bytes()),
             ColumnWriter::Float32(a) => float_text(f64::from(a.value(row)), true, out),
             ColumnWriter::Float64(a) => float_text(a.value(row), false, out),
             ColumnWriter::Decimal(a, scale) => decimal_text(a.value(row), *scale, out),
@@ -312,24 +310,57 @@ fn bin_value<'a>(a: &BinArray<'a>, row: usize) -> &'a [u8] {
     }
 }
 
+/// The decimal digits of `n`, in a buffer on the stack (no allocation per value).
+struct Digits {
+    buf: [u8; 40],
+    start: usize,
+}
+
+impl Digits {
+    fn of(mut n: u128) -> Self {
+        let mut buf = [0u8; 40];
+        let mut start = buf.len();
+        loop {
+            start -= 1;
+            buf[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Digits { buf, start }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+/// A short text written on the stack (`{:e}` of a float).
+struct StackText {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// A decimal integer, without allocating.
 #[inline]
 fn put_int(v: i64, out: &mut BytesMut) {
-    let mut buf = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
     if v < 0 {
         out.put_u8(b'-');
     }
-    out.put_slice(&buf[i..]);
+    out.put_slice(Digits::of(v.unsigned_abs().into()).as_bytes());
 }
 
 /// A float as PostgreSQL 12+ writes it (`extra_float_digits` 1): the shortest text that
@@ -349,24 +380,40 @@ pub fn float_text(v: f64, single: bool, out: &mut BytesMut) {
         return;
     }
     // shortest digits and the decimal exponent, from Rust's shortest round-trip form
-    let sci = if single {
-        format!("{:e}", v as f32)
-    } else {
-        format!("{v:e}")
+    // (`-d.ddde-x`, at most 17 digits), written on the stack
+    let mut sci = StackText {
+        buf: [0; 40],
+        len: 0,
     };
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("a decimal exponent");
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let _ = if single {
+        write!(sci, "{:e}", v as f32)
+    } else {
+        write!(sci, "{v:e}")
+    };
+    let text = &sci.buf[..sci.len];
+    let e = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
+    let (mantissa, exp) = (&text[..e], &text[(e + 1).min(text.len())..]);
+    let exp: i32 = std::str::from_utf8(exp)
+        .ok()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    let negative = mantissa.first() == Some(&b'-');
+    let mut digit_buf = [0u8; 40];
+    let mut n = 0;
+    for &b in mantissa.iter().filter(|b| b.is_ascii_digit()) {
+        digit_buf[n] = b;
+        n += 1;
+    }
+    let digits = &digit_buf[..n];
     let limit = if single { 6 } else { 15 };
     if negative {
         out.put_u8(b'-');
     }
     if exp < -4 || exp >= limit {
-        out.put_slice(&digits.as_bytes()[..1]);
+        out.put_slice(&digits[..1]);
         if digits.len() > 1 {
             out.put_u8(b'.');
-            out.put_slice(&digits.as_bytes()[1..]);
+            out.put_slice(&digits[1..]);
         }
         let _ = write!(
             out,
@@ -379,18 +426,18 @@ pub fn float_text(v: f64, single: bool, out: &mut BytesMut) {
         for _ in 0..(-exp - 1) {
             out.put_u8(b'0');
         }
-        out.put_slice(digits.as_bytes());
+        out.put_slice(digits);
     } else {
         let int_len = exp as usize + 1;
         if digits.len() <= int_len {
-            out.put_slice(digits.as_bytes());
+            out.put_slice(digits);
             for _ in digits.len()..int_len {
                 out.put_u8(b'0');
             }
         } else {
-            out.put_slice(&digits.as_bytes()[..int_len]);
+            out.put_slice(&digits[..int_len]);
             out.put_u8(b'.');
-            out.put_slice(&digits.as_bytes()[int_len..]);
+            out.put_slice(&digits[int_len..]);
         }
     }
 }
@@ -398,12 +445,13 @@ pub fn float_text(v: f64, single: bool, out: &mut BytesMut) {
 /// A decimal with `scale` digits after the point, all of them written (as `numeric(p,s)`
 /// prints).
 pub fn decimal_text(v: i128, scale: i8, out: &mut BytesMut) {
-    let mut digits = v.unsigned_abs().to_string();
+    let digits = Digits::of(v.unsigned_abs());
+    let digits = digits.as_bytes();
     if v < 0 {
         out.put_u8(b'-');
     }
     if scale <= 0 {
-        out.put_slice(digits.as_bytes());
+        out.put_slice(digits);
         for _ in 0..(-i32::from(scale)) {
             out.put_u8(b'0');
         }
@@ -411,39 +459,66 @@ pub fn decimal_text(v: i128, scale: i8, out: &mut BytesMut) {
     }
     let scale = scale as usize;
     if digits.len() <= scale {
-        digits = format!("{}{digits}", "0".repeat(scale + 1 - digits.len()));
+        out.put_slice(b"0.");
+        for _ in digits.len()..scale {
+            out.put_u8(b'0');
+        }
+        out.put_slice(digits);
+        return;
     }
     let point = digits.len() - scale;
-    out.put_slice(&digits.as_bytes()[..point]);
+    out.put_slice(&digits[..point]);
     out.put_u8(b'.');
-    out.put_slice(&digits.as_bytes()[point..]);
+    out.put_slice(&digits[point..]);
 }
 
 /// A decimal in PostgreSQL's binary `numeric`: digit count, weight, sign, display scale,
 /// then base-10000 digits, most significant first, aligned on the decimal point.
 pub fn numeric_binary(v: i128, scale: i8, out: &mut BytesMut) {
     let dscale = scale.max(0) as usize;
-    let mut digits = v.unsigned_abs().to_string();
+    // the digits, zero-padded so that the integer and the fraction parts fill whole
+    // base-10000 groups; on the stack: at most 39 digits, 38 zeros of a negative scale and
+    // 3 + 3 of padding
+    let value = Digits::of(v.unsigned_abs());
+    let mut digits = [b'0'; 96];
+    let mut len = 0;
+    let mut push = |b: u8| {
+        digits[len] = b;
+        len += 1;
+    };
+    let raw = value.as_bytes();
+    // zeros before the digits of a value shorter than its scale (0.05: 0 . 05), and the
+    // integer part's length (at least one digit)
+    let (front, int_len) = if scale < 0 {
+        (0, raw.len() + usize::from(scale.unsigned_abs()))
+    } else {
+        let total = raw.len().max(dscale + 1);
+        (total - raw.len(), total - dscale)
+    };
+    for _ in 0..(4 - int_len % 4) % 4 + front {
+        push(b'0');
+    }
+    let int_pad = (4 - int_len % 4) % 4;
+    for &d in raw {
+        push(d);
+    }
     if scale < 0 {
-        digits.extend(std::iter::repeat_n('0', usize::from(scale.unsigned_abs())));
+        for _ in 0..scale.unsigned_abs() {
+            push(b'0');
+        }
     }
-    if digits.len() <= dscale {
-        digits = format!("{}{digits}", "0".repeat(dscale + 1 - digits.len()));
+    for _ in 0..(4 - dscale % 4) % 4 {
+        push(b'0');
     }
-    let (int, frac) = digits.split_at(digits.len() - dscale);
-    // whole groups of four digits on both sides of the point
-    let int_pad = (4 - int.len() % 4) % 4;
-    let frac_pad = (4 - frac.len() % 4) % 4;
-    let padded: Vec<u8> = std::iter::repeat_n(b'0', int_pad)
-        .chain(int.bytes())
-        .chain(frac.bytes())
-        .chain(std::iter::repeat_n(b'0', frac_pad))
-        .collect();
-    let groups: Vec<i16> = padded
-        .chunks(4)
-        .map(|c| c.iter().fold(0i16, |g, d| g * 10 + i16::from(d - b'0')))
-        .collect();
-    let mut weight = ((int.len() + int_pad) / 4) as i32 - 1;
+    let mut groups = [0i16; 24];
+    let count = len / 4;
+    for (g, chunk) in groups.iter_mut().zip(digits[..len].chunks(4)) {
+        *g = chunk
+            .iter()
+            .fold(0i16, |acc, d| acc * 10 + i16::from(d - b'0'));
+    }
+    let groups = &groups[..count];
+    let mut weight = ((int_len + int_pad) / 4) as i32 - 1;
     let lead = groups.iter().take_while(|&&g| g == 0).count();
     let trail = groups[lead..].iter().rev().take_while(|&&g| g == 0).count();
     let kept = &groups[lead..groups.len() - trail];
@@ -500,12 +575,16 @@ fn timestamp_text(micros: i64, out: &mut BytesMut) {
         secs % 60
     );
     if frac > 0 {
-        let mut f = format!("{frac:06}");
-        while f.ends_with('0') {
-            f.pop();
+        // six digits with the trailing zeros dropped
+        let mut digits = [0u8; 6];
+        let mut rest = frac;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
         }
+        let len = 6 - digits.iter().rev().take_while(|&&d| d == b'0').count();
         out.put_u8(b'.');
-        out.put_slice(f.as_bytes());
+        out.put_slice(&digits[..len]);
     }
     if y <= 0 {
         out.put_slice(b" BC");

@@ -1752,7 +1752,7 @@ fn changes_the_catalog(statement: &Statement) -> Option<&'static str> {
 }
 
 /// `name` as a SQL identifier: bare when it is a lower-case word, double-quoted otherwise.
-fn quote_ident(name: &str) -> String {
+pub fn quote_ident(name: &str) -> String {
     let bare = name
         .chars()
         .next()

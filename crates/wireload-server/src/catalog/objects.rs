@@ -829,21 +829,7 @@ pub(crate) fn split_qualified(name: &str) -> Vec<String> {
     parts
 }
 
-/// `name`, double-quoted when it is not a plain lower-case identifier.
-pub(crate) fn quote_ident(name: &str) -> String {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
+pub(crate) use wireload_sql::quote_ident;
 
 /// `pg_get_indexdef`: `CREATE UNIQUE INDEX t_pkey ON public.t USING art (a, b)`.
 pub(crate) fn index_definition(rel: &Relation, ix: &IndexInfo) -> String {

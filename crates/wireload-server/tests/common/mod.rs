@@ -191,31 +191,6 @@ pub fn failed(out: &Output) -> String {
 
 /// A self-signed certificate for 127.0.0.1 and localhost, made with openssl in `dir`.
 pub fn self_signed(dir: &Path) -> TlsFiles {
-    let cert = dir.join("server.crt");
-    let key = dir.join("server.key");
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-        ])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (cert, key) = wireload_clients::self_signed(dir);
     TlsFiles { cert, key }
 }
