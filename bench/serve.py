@@ -9,15 +9,16 @@ Loads TPC-H lineitem four ways into each server over loopback, in one run:
 - adbc:   the file read into an Arrow table first (not timed), then `adbc_ingest` of it
           (wireload through Arrow Flight SQL, PostgreSQL through ADBC's PostgreSQL driver).
 
-Then query latency: a point query by key (both servers with an index on the key) and
-TPC-H Q1, through psycopg (both servers) and through ADBC Flight SQL (wireload).
+Then query latency: a point query by key (both servers with an index on the key), TPC-H
+Q1, and a large result (every column of about a million rows), through psycopg (both
+servers) and through ADBC Flight SQL (wireload).
 
 Repetitions are interleaved (rep 1 of every contestant, then rep 2, ...), medians quoted.
 PostgreSQL runs from Debian's packages (`/usr/lib/postgresql/15/bin`) as user postgres, its
 data directory on /dev/shm, with fsync, synchronous_commit and full_page_writes off; its
 table has a 17th column for the trailing `|` of the .tbl lines.
 
-    bench/.venv/bin/python bench/serve.py --data /dev/shm/wl-sf1 --runs 3
+    bench/.venv/bin/python bench/serve.py --data /dev/shm/wl-sf1 --runs 3 --out bench/RESULTS.md
 """
 
 from __future__ import annotations
@@ -36,7 +37,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import DUMMY_COLUMN, TPCH_SCHEMA, touch_memory  # noqa: E402
+from load import (  # noqa: E402
+    DUMMY_COLUMN,
+    TPCH_SCHEMA,
+    command_line,
+    git_commit,
+    loadavg,
+    machine_info,
+    touch_memory,
+    wireload_version,
+    write_section,
+)
 
 USER = "bench"
 PASSWORD = "bench-password"
@@ -50,6 +61,8 @@ Q1 = """SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty,
 FROM lineitem WHERE l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY
 GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus"""
 POINT = "SELECT * FROM lineitem WHERE l_orderkey = 4000000 AND l_linenumber = 1"
+# a large result: about a million rows of every column
+SCAN = "SELECT * FROM lineitem WHERE l_orderkey <= 1000000"
 
 
 def free_port() -> int:
@@ -226,6 +239,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", default=None)
+    p.add_argument("--out", default=None, help="write the report as a section of this file")
     p.add_argument("--worker", nargs=argparse.REMAINDER)
     args = p.parse_args()
     if args.worker:
@@ -233,6 +247,8 @@ def main() -> None:
         return
     path = str(Path(args.data) / f"{TABLE}.tbl")
     size = os.path.getsize(path)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    load_before = loadavg()
     wl_proc, wl, flight_port = start_wireload(args.wireload, args.threads)
     pg_dir, pg = start_postgres(Path(args.pg_bin))
     results: dict[str, list[float]] = {}
@@ -263,7 +279,7 @@ def main() -> None:
         wl.psql("-c", f"CREATE INDEX lineitem_key ON {TABLE} (l_orderkey, l_linenumber)")
         pg.psql("-c", f"CREATE INDEX lineitem_key ON {TABLE} (l_orderkey, l_linenumber)", "-c", f"ANALYZE {TABLE}")
         queries = {}
-        for name, sql, n in (("point", POINT, 50), ("Q1", Q1, 5)):
+        for name, sql, n in (("point", POINT, 50), ("Q1", Q1, 5), ("scan", SCAN, 3)):
             for server in (wl, pg):
                 r = json.loads(run_worker("query-psycopg", server.conninfo, sql, str(n)))
                 queries[f"{server.name}|psycopg|{name}"] = r
@@ -276,29 +292,66 @@ def main() -> None:
                         "-D", str(pg_dir / "db"), "-m", "fast", "stop"], stdout=subprocess.DEVNULL)
         shutil.rmtree(pg_dir, ignore_errors=True)
 
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print()
-    print(f"{time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, {cpu}; "
-          f"{path} ({size / 1e6:.0f} MB), {args.runs} runs, wireload --threads {args.threads}")
-    print()
-    print("| method | wireload s | wireload MB/s | PostgreSQL 15 s | PostgreSQL MB/s | wireload / PostgreSQL |")
-    print("|---|---:|---:|---:|---:|---:|")
+    import adbc_driver_flightsql
+    import psycopg
+    import pyarrow
+
+    m = machine_info()
+    pg_version = subprocess.run([str(Path(args.pg_bin) / "postgres"), "--version"],
+                                capture_output=True, text=True).stdout.strip()
+    lines = [
+        f"## COPY over the wire: wireload serve vs PostgreSQL 15, lineitem SF1 ({time.strftime('%Y-%m-%d')})",
+        "",
+        f"- Machine: {m['cpu']}, {m['cores']} CPUs ({m.get('virt', 'bare metal')} guest), "
+        f"{m['memory']} RAM, Linux {m['kernel']}",
+        f"- Run: {started} to {time.strftime('%Y-%m-%dT%H:%M:%S%z')}; load average {load_before} before, "
+        f"{loadavg()} after",
+        f"- Command: `{command_line(sys.argv[1:])}` (commit {git_commit()})",
+        f"- Versions: wireload {wireload_version(args.wireload)}, {pg_version}, psql from Debian's "
+        f"postgresql-client, psycopg {psycopg.__version__}, adbc_driver_flightsql "
+        f"{adbc_driver_flightsql.__version__}, pyarrow {pyarrow.__version__}",
+        f"- Data: {path} ({size / 1e6:.1f} MB, tmpfs); clients and servers on this machine over "
+        f"loopback; wireload --threads {args.threads}; PostgreSQL with fsync, "
+        "synchronous_commit and full_page_writes off, data on tmpfs",
+        f"- {args.runs} interleaved repetitions, medians (all runs in parentheses); MB/s = file "
+        "bytes / seconds; ADBC's time excludes reading the CSV into Arrow",
+        "",
+        "| method | wireload s | wireload MB/s | PostgreSQL 15 s | PostgreSQL MB/s | PostgreSQL / wireload |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     med = {k: statistics.median(v) for k, v in results.items()}
-    for m in ["local", "psql", "psycopg", "adbc"]:
-        w, g = med[f"wireload|{m}"], med[f"PostgreSQL 15|{m}"]
-        print(f"| {m} | {w:.2f} | {size / 1e6 / w:.0f} | {g:.2f} | {size / 1e6 / g:.0f} | {g / w:.1f}x |")
-    best_wire = min(med["wireload|psql"], med["wireload|psycopg"])
-    print()
-    print(f"COPY FROM STDIN (faster of psql and psycopg) / local COPY: "
-          f"{med['wireload|local'] / best_wire:.0%} of the local throughput")
-    print()
-    print("| query | wireload psycopg ms | wireload Flight SQL ms | PostgreSQL psycopg ms | rows |")
-    print("|---|---:|---:|---:|---:|")
-    for name in ("point", "Q1"):
+    runs = {k: ", ".join(f"{x:.2f}" for x in v) for k, v in results.items()}
+    for m_ in methods:
+        w, g = med[f"wireload|{m_}"], med[f"PostgreSQL 15|{m_}"]
+        lines.append(f"| {m_} | {w:.2f} ({runs[f'wireload|{m_}']}) | {size / 1e6 / w:.0f} | "
+                     f"{g:.2f} ({runs[f'PostgreSQL 15|{m_}']}) | {size / 1e6 / g:.0f} | {g / w:.1f}x |")
+    best = min(("psql", "psycopg"), key=lambda m_: med[f"wireload|{m_}"])
+    best_wire = med[f"wireload|{best}"]
+    lines += [
+        "",
+        f"COPY FROM STDIN (the faster of psql and psycopg: {best}) reaches "
+        f"{med['wireload|local'] / best_wire:.0%} of wireload's local COPY throughput and is "
+        f"{med[f'PostgreSQL 15|{best}'] / best_wire:.1f}x PostgreSQL's {best} COPY, "
+        f"{med['PostgreSQL 15|local'] / best_wire:.1f}x PostgreSQL's local COPY.",
+        "",
+        "Query latency after the loads (median ms over the repetitions of one client session):",
+        "",
+        "| query | wireload psycopg ms | wireload Flight SQL (ADBC) ms | PostgreSQL psycopg ms | rows |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name in ("point", "Q1", "scan"):
         a = queries[f"wireload|psycopg|{name}"]
         b = queries[f"wireload|flight|{name}"]
         c = queries[f"PostgreSQL 15|psycopg|{name}"]
-        print(f"| {name} | {a['median'] * 1e3:.2f} | {b['median'] * 1e3:.2f} | {c['median'] * 1e3:.2f} | {a['rows']} |")
+        lines.append(f"| {name} | {a['median'] * 1e3:.2f} | {b['median'] * 1e3:.2f} | "
+                     f"{c['median'] * 1e3:.2f} | {a['rows']} |")
+    lines += ["", "point: `" + POINT + "` (50 runs, an index on the key in both); Q1: TPC-H Q1 "
+              "(5 runs); scan: `" + SCAN + "` (3 runs).", ""]
+    report = "\n".join(lines)
+    print()
+    print(report)
+    if args.out:
+        write_section(Path(args.out), "serve sf=1", report)
     if args.json:
         Path(args.json).write_text(json.dumps({"loads": results, "queries": queries}, indent=1))
 

@@ -272,15 +272,17 @@ impl FlightSqlServer {
         Ok(Response::new(info))
     }
 
-    /// The `FlightInfo` of a catalog command: `schema`, fetched with the command itself as
-    /// the ticket.
+    /// The `FlightInfo` of a catalog command for an authorized `request`: `schema`, fetched
+    /// with the command itself as the ticket.
     #[allow(clippy::result_large_err)]
     fn command_info(
         &self,
+        request: Request<FlightDescriptor>,
         ticket: Vec<u8>,
         schema: &Schema,
-        descriptor: FlightDescriptor,
     ) -> Result<Response<FlightInfo>, Status> {
+        self.auth.authorize(&request)?;
+        let descriptor = request.into_inner();
         let mut info = FlightInfo::new()
             .with_endpoint(FlightEndpoint::new().with_ticket(Ticket::new(ticket)))
             .with_descriptor(descriptor);
@@ -617,10 +619,7 @@ impl FlightSqlService for FlightSqlServer {
         };
         let (dataset_schema, parameter_types) = match &plan {
             Plan::Planned(statement) => (
-                match statement.result_schema() {
-                    Some(schema) => schema_bytes(&schema)?,
-                    None => bytes::Bytes::new(),
-                },
+                schema_bytes(&statement.result_schema())?,
                 statement.parameter_types().to_vec(),
             ),
             Plan::Text(_) => (bytes::Bytes::new(), Vec::new()),
@@ -846,10 +845,8 @@ impl FlightSqlService for FlightSqlServer {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.auth.authorize(&request)?;
         let ticket = query.as_any().encode_to_vec();
-        let schema = query.into_builder().schema();
-        self.command_info(ticket, &schema, request.into_inner())
+        self.command_info(request, ticket, &query.into_builder().schema())
     }
 
     async fn do_get_catalogs(
@@ -868,10 +865,8 @@ impl FlightSqlService for FlightSqlServer {
         query: CommandGetDbSchemas,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.auth.authorize(&request)?;
         let ticket = query.as_any().encode_to_vec();
-        let schema = query.into_builder().schema();
-        self.command_info(ticket, &schema, request.into_inner())
+        self.command_info(request, ticket, &query.into_builder().schema())
     }
 
     async fn do_get_schemas(
@@ -890,10 +885,8 @@ impl FlightSqlService for FlightSqlServer {
         query: CommandGetTables,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.auth.authorize(&request)?;
         let ticket = query.as_any().encode_to_vec();
-        let schema = query.into_builder().schema();
-        self.command_info(ticket, &schema, request.into_inner())
+        self.command_info(request, ticket, &query.into_builder().schema())
     }
 
     async fn do_get_tables(
@@ -924,10 +917,8 @@ impl FlightSqlService for FlightSqlServer {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.auth.authorize(&request)?;
         let ticket = query.as_any().encode_to_vec();
-        let schema = query.into_builder().schema();
-        self.command_info(ticket, &schema, request.into_inner())
+        self.command_info(request, ticket, &query.into_builder().schema())
     }
 
     async fn do_get_table_types(
@@ -947,10 +938,12 @@ impl FlightSqlService for FlightSqlServer {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.auth.authorize(&request)?;
         let ticket = query.as_any().encode_to_vec();
-        let schema = query.into_builder(&self.sql_info).schema();
-        self.command_info(ticket, &schema, request.into_inner())
+        self.command_info(
+            request,
+            ticket,
+            &query.into_builder(&self.sql_info).schema(),
+        )
     }
 
     async fn do_get_sql_info(

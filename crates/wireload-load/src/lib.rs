@@ -33,7 +33,7 @@ pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool};
 pub use publish::{Appender, Published, Sites, Unit};
-pub use source::{BLOCK_BYTES, Blocks, Input, Source, Whole};
+pub use source::{BLOCK_BYTES, Block, Blocks, Input, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
 use wireload_csv::ScanConfig;

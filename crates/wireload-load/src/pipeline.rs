@@ -27,7 +27,7 @@ use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{CsvParse, Origin, SNIPPET};
 use crate::pool::install;
 use crate::publish::{Appender, Published};
-use crate::source::{Blocks, Input, Source};
+use crate::source::{Block, Blocks, Input, Source};
 
 /// See [`crate::load_into`].
 pub(crate) fn load(
@@ -93,7 +93,7 @@ fn stream(
         ctl.bytes_total.store(size, Relaxed);
     }
     let def = table.def();
-    let mut window: Vec<u8> = Vec::new();
+    let mut window = Block::default();
     let mut eof = false;
     // the first window: a block (or 1 MiB) for a sample, the whole BOM, and the whole
     // header record with its record delimiter
@@ -107,18 +107,24 @@ fn stream(
         Err(_) => false,
     };
     loop {
-        let enough = window.len() >= first && (!opts.dialect.header || header_read(&window));
+        let enough =
+            window.bytes().len() >= first && (!opts.dialect.header || header_read(window.bytes()));
         if eof || enough {
             break;
         }
         match blocks.next_block()? {
-            Some(b) => window.extend_from_slice(&b),
+            Some(b) => grow(&blocks, &mut window, b),
             None => eof = true,
         }
     }
-    let start = data_start(&window, scan, opts.dialect.header, file)?;
-    let sample_end = (start + (1 << 20)).min(window.len());
-    let parse = CsvParse::new(def, opts, file.to_string(), &window[start..sample_end])?;
+    let start = data_start(window.bytes(), scan, opts.dialect.header, file)?;
+    let sample_end = (start + (1 << 20)).min(window.bytes().len());
+    let parse = CsvParse::new(
+        def,
+        opts,
+        file.to_string(),
+        &window.bytes()[start..sample_end],
+    )?;
     let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
     let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
@@ -134,14 +140,14 @@ fn stream(
             }
             // the window ends after its last complete record, unless the stream has ended
             let cut = if eof {
-                window.len()
+                window.bytes().len()
             } else {
-                match cut(&parse, &window, start) {
+                match cut(&parse, window.bytes(), start) {
                     Some(cut) => cut,
                     None => {
                         // no complete record yet: read more
                         match blocks.next_block()? {
-                            Some(b) => window.extend_from_slice(&b),
+                            Some(b) => grow(&blocks, &mut window, b),
                             None => eof = true,
                         }
                         continue;
@@ -155,22 +161,25 @@ fn stream(
             };
             // parsed on the pool; the stream is read on this thread, between windows
             units += install(opts.threads, || {
-                parse.parse_window(&window[..cut], start, origin, units, appender, ctl)
+                parse.parse_window(&window.bytes()[..cut], start, origin, units, appender, ctl)
             })??;
             byte += cut as u64;
-            lines += line_ends(&window, 0..cut);
+            lines += line_ends(window.bytes(), 0..cut);
             if eof {
                 break;
             }
-            let rest = window.split_off(cut);
+            // the next window: the next block with the unparsed rest put in front of it
             let next = blocks.next_block()?;
-            window = rest;
             start = 0;
             match next {
-                Some(b) => window.extend_from_slice(&b),
+                Some(mut b) => {
+                    b.prepend(&window.bytes()[cut..]);
+                    blocks.recycle(std::mem::replace(&mut window, b));
+                }
                 None => {
                     eof = true;
-                    if window.is_empty() {
+                    window.advance(cut);
+                    if window.bytes().is_empty() {
                         break;
                     }
                 }
@@ -179,6 +188,16 @@ fn stream(
         Ok((byte, units))
     })?;
     Ok((byte, units, published))
+}
+
+/// Appends block `b` to `window` (the block becomes the window when the window is empty).
+fn grow(blocks: &Blocks, window: &mut Block, b: Block) {
+    if window.bytes().is_empty() {
+        blocks.recycle(std::mem::replace(window, b));
+    } else {
+        window.extend(b.bytes());
+        blocks.recycle(b);
+    }
 }
 
 /// Where the window `data` (records from `start`) is cut: after its last complete record,

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use crate::error::LoadError;
@@ -176,7 +176,7 @@ impl Input {
             Input::Stream(mut blocks) => {
                 let mut all = Vec::new();
                 while let Some(block) = blocks.next_block()? {
-                    all.extend_from_slice(&block);
+                    all.extend_from_slice(block.bytes());
                 }
                 Ok(Arc::from(all))
             }
@@ -205,12 +205,58 @@ impl Whole {
 /// Bytes read per block of a stream.
 pub const BLOCK_BYTES: usize = 16 << 20;
 
+/// Room kept in front of each block's bytes for the unparsed end of the previous window
+/// (usually part of one record), so a window is a block without copying it.
+const HEADROOM: usize = 64 << 10;
+
+/// Buffers of parsed windows waiting to be read into again (so a stream reuses a few
+/// buffers instead of touching fresh memory for every block).
+const RECYCLED: usize = 2;
+
+/// A block of a stream, with room in front of its bytes.
+#[derive(Debug, Default)]
+pub struct Block {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Block {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// Puts `front` before the bytes: in the room kept for it when it fits.
+    pub fn prepend(&mut self, front: &[u8]) {
+        if front.len() <= self.start {
+            self.start -= front.len();
+            self.buf[self.start..self.start + front.len()].copy_from_slice(front);
+        } else {
+            let mut buf = Vec::with_capacity(front.len() + self.bytes().len());
+            buf.extend_from_slice(front);
+            buf.extend_from_slice(self.bytes());
+            *self = Block { buf, start: 0 };
+        }
+    }
+
+    /// Appends `more` after the bytes.
+    pub fn extend(&mut self, more: &[u8]) {
+        self.buf.extend_from_slice(more);
+    }
+
+    /// Drops the first `n` bytes.
+    pub fn advance(&mut self, n: usize) {
+        self.start += n.min(self.bytes().len());
+    }
+}
+
 /// A stream read in blocks by a thread of its own, one block ahead of the load.
 pub struct Blocks {
     name: String,
     size: Option<u64>,
     block: usize,
-    blocks: Receiver<std::io::Result<Vec<u8>>>,
+    blocks: Receiver<std::io::Result<Block>>,
+    recycle: SyncSender<Vec<u8>>,
     done: bool,
 }
 
@@ -218,14 +264,21 @@ impl Blocks {
     fn new(name: String, mut reader: BoxedReader, size: Option<u64>, block: usize) -> Self {
         // one block in the channel, one being read: the reader stays a block ahead
         let (tx, blocks) = sync_channel(1);
+        let (recycle, recycled) = sync_channel::<Vec<u8>>(RECYCLED);
         let spawned = std::thread::Builder::new()
             .name("wireload-read".into())
             .spawn(move || {
                 loop {
-                    let mut bytes = Vec::with_capacity(block);
-                    let read = (&mut reader).take(block as u64).read_to_end(&mut bytes);
+                    let mut buf = recycled.try_recv().unwrap_or_default();
+                    buf.clear();
+                    buf.reserve(HEADROOM + block);
+                    buf.resize(HEADROOM, 0);
+                    let read = (&mut reader).take(block as u64).read_to_end(&mut buf);
                     let end = matches!(read, Ok(0)) || read.is_err();
-                    let item = read.map(|_| bytes);
+                    let item = read.map(|_| Block {
+                        buf,
+                        start: HEADROOM,
+                    });
                     if tx.send(item).is_err() || end {
                         return;
                     }
@@ -244,7 +297,15 @@ impl Blocks {
             size,
             block,
             blocks,
+            recycle,
             done,
+        }
+    }
+
+    /// Hands a block that is no longer needed back to the reader, to read into again.
+    pub fn recycle(&self, block: Block) {
+        if block.buf.capacity() > 0 {
+            let _ = self.recycle.try_send(block.buf);
         }
     }
 
@@ -259,12 +320,12 @@ impl Blocks {
     }
 
     /// The next block; None at the end of the stream.
-    pub fn next_block(&mut self) -> Result<Option<Vec<u8>>, LoadError> {
+    pub fn next_block(&mut self) -> Result<Option<Block>, LoadError> {
         if self.done {
             return Ok(None);
         }
         match self.blocks.recv() {
-            Ok(Ok(block)) if block.is_empty() => {
+            Ok(Ok(block)) if block.bytes().is_empty() => {
                 self.done = true;
                 Ok(None)
             }
@@ -281,5 +342,52 @@ impl Blocks {
                 Ok(None)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(front_room: usize, bytes: &[u8]) -> Block {
+        let mut buf = vec![0; front_room];
+        buf.extend_from_slice(bytes);
+        Block {
+            buf,
+            start: front_room,
+        }
+    }
+
+    #[test]
+    fn a_front_that_fits_goes_into_the_room_and_a_larger_one_moves_the_bytes() {
+        let mut b = block(4, b"cd");
+        b.prepend(b"ab");
+        assert_eq!((b.bytes(), b.start), (&b"abcd"[..], 2));
+        b.prepend(b"0123");
+        assert_eq!((b.bytes(), b.start), (&b"0123abcd"[..], 0));
+        b.extend(b"ef");
+        b.advance(3);
+        assert_eq!(b.bytes(), b"3abcdef");
+        b.advance(100);
+        assert!(b.bytes().is_empty());
+    }
+
+    #[test]
+    fn blocks_read_everything_in_order_while_recycled() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let Input::Stream(mut blocks) =
+            Source::reader_in_blocks("x", std::io::Cursor::new(data.clone()), 7_000)
+                .open()
+                .unwrap()
+        else {
+            panic!("a reader streams")
+        };
+        let mut all = Vec::new();
+        while let Some(b) = blocks.next_block().unwrap() {
+            assert!(b.bytes().len() <= 7_000);
+            all.extend_from_slice(b.bytes());
+            blocks.recycle(b);
+        }
+        assert_eq!(all, data);
     }
 }

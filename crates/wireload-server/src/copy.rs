@@ -78,10 +78,15 @@ impl PieceSender {
         }
     }
 
-    /// Adds `data`; sends a piece when enough has gathered. Data after the loader has
-    /// stopped (it failed) is dropped: the error is reported at CopyDone.
-    pub async fn push(&mut self, data: &[u8]) {
-        self.pending.extend_from_slice(data);
+    /// Adds `data`; sends a piece when enough has gathered (a large CopyData goes as it is,
+    /// uncopied). Data after the loader has stopped (it failed) is dropped: the error is
+    /// reported at CopyDone.
+    pub async fn push(&mut self, data: Bytes) {
+        if self.pending.is_empty() && data.len() >= PIECE_BYTES / 2 {
+            self.send(Piece::Data(data)).await;
+            return;
+        }
+        self.pending.extend_from_slice(&data);
         if self.pending.len() >= PIECE_BYTES {
             let piece = self.pending.split().freeze();
             self.send(Piece::Data(piece)).await;
@@ -162,7 +167,7 @@ mod tests {
         for i in 0..5000u32 {
             let line = format!("{i},row {i}\n");
             want.extend_from_slice(line.as_bytes());
-            s.push(line.as_bytes()).await;
+            s.push(Bytes::from(line)).await;
         }
         s.finish().await;
         assert_eq!(reader.await.unwrap().unwrap(), want);
@@ -177,7 +182,7 @@ mod tests {
             r.read_to_end(&mut all)
         });
         let mut s = PieceSender::new(tx);
-        s.push(&vec![b'x'; PIECE_BYTES + 1]).await;
+        s.push(Bytes::from(vec![b'x'; PIECE_BYTES + 1])).await;
         drop(s);
         let err = reader.await.unwrap().unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);

@@ -15,6 +15,7 @@ mod server;
 mod session;
 mod types;
 pub mod users;
+mod wire;
 
 pub use config::{ConfigError, Limits, ServeConfig, TlsFiles};
 pub use server::{PgSettings, SERVER_VERSION, ServerError, serve, tls_acceptor};

@@ -20,7 +20,7 @@ use pgwire::api::auth::{
 };
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::{
-    ClientInfo, METADATA_USER, PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator,
+    ClientInfo, METADATA_USER, PgWireConnectionState, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator,
 };
 use pgwire::error::{PgWireError, PgWireResult};
@@ -37,6 +37,7 @@ use crate::config::{Limits, TlsFiles};
 use crate::errors::fatal;
 use crate::session::Connection;
 use crate::users::Users;
+use crate::wire::serve_connection;
 
 /// SCRAM's iteration count (PostgreSQL's default).
 const SCRAM_ITERATIONS: usize = 4096;
@@ -268,22 +269,22 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let open = shared.connections.fetch_add(1, Ordering::SeqCst);
-                let refused = open >= shared.settings.limits.max_connections;
+                let open = Open::count(&shared);
+                let refused = open.0 >= shared.settings.limits.max_connections;
                 let connection = Arc::new(Connection::new(Arc::clone(&shared), refused));
-                let handlers = Handlers {
-                    startup: Arc::new(Startup::new(Arc::clone(&shared), Arc::clone(&connection))),
-                    connection,
-                    cancel: Arc::new(Cancel(Arc::clone(&shared))),
-                };
+                let startup = Arc::new(Startup::new(Arc::clone(&shared), Arc::clone(&connection)));
+                let cancel = Arc::new(Cancel(Arc::clone(&shared)));
                 let tls = tls.clone();
-                let shared = Arc::clone(&shared);
+                let max_message_bytes = shared.settings.limits.max_message_bytes;
                 tasks.spawn(async move {
+                    let _open = open;
                     tracing::debug!(%peer, "connection");
-                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
+                    let served = serve_connection(
+                        socket, tls, connection, startup, cancel, max_message_bytes,
+                    );
+                    if let Err(e) = served.await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
                     }
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
                 });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -299,37 +300,27 @@ pub async fn serve(
     Ok(())
 }
 
-/// One connection's handlers.
-struct Handlers {
-    connection: Arc<Connection>,
-    startup: Arc<Startup>,
-    cancel: Arc<Cancel>,
+/// One open connection, counted from accept until its task ends (or unwinds).
+struct Open(usize, Arc<Shared>);
+
+impl Open {
+    /// Counts a new connection; `.0` is how many were open before it.
+    fn count(shared: &Arc<Shared>) -> Open {
+        Open(
+            shared.connections.fetch_add(1, Ordering::SeqCst),
+            Arc::clone(shared),
+        )
+    }
 }
 
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
-        Arc::clone(&self.connection)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
-        Arc::clone(&self.connection)
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        Arc::clone(&self.startup)
-    }
-
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        Arc::clone(&self.connection)
-    }
-
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        Arc::clone(&self.cancel)
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.1.connections.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 /// Cancel requests, by process id and key.
-struct Cancel(Arc<Shared>);
+pub(crate) struct Cancel(Arc<Shared>);
 
 #[async_trait]
 impl CancelHandler for Cancel {
@@ -380,7 +371,7 @@ fn parameters() -> DefaultServerParameterProvider {
 
 /// Login: refuses connections over the limit, lets loopback clients in without a password
 /// under `--trust-local`, and runs SCRAM-SHA-256 for everyone else.
-struct Startup {
+pub(crate) struct Startup {
     shared: Arc<Shared>,
     connection: Arc<Connection>,
     sasl: SASLAuthStartupHandler<DefaultServerParameterProvider>,

@@ -647,10 +647,7 @@ impl QueryParser for Parser {
     ) -> PgWireResult<Vec<FieldInfo>> {
         let formats = column_format.cloned().unwrap_or_default();
         Ok(match stmt.as_ref() {
-            PgStatement::Prepared(p) => match p.result_schema() {
-                Some(schema) => describe(&schema, &formats),
-                None => Vec::new(),
-            },
+            PgStatement::Prepared(p) => describe(&p.result_schema(), &formats),
             PgStatement::Other(Statement::Query(q)) => match q.as_ref() {
                 DfStatement::Statement(s) => match s.as_ref() {
                     ast::Statement::ShowVariable { variable } => variable
@@ -756,7 +753,7 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         if let Some(copy) = self.copy.lock().await.as_mut() {
-            copy.sender.push(&data.data).await;
+            copy.sender.push(data.data).await;
         }
         Ok(())
     }

@@ -86,6 +86,13 @@ with psycopg.connect(CONNINFO, autocommit=True) as conn:
     assert cur.rowcount == 1
     cur.execute("SELECT note FROM every WHERE id = 3")
     assert cur.fetchone() == ("changed",)
+    # a write's RETURNING columns are described before it runs
+    cur.execute("INSERT INTO every (id, name) VALUES (%s, %s) RETURNING id, upper(name) AS up",
+                (5, "five"))
+    assert [d.name for d in cur.description] == ["id", "up"], cur.description
+    assert cur.fetchall() == [(5, "FIVE")]
+    cur.execute("DELETE FROM every WHERE id = %s RETURNING name", (5,), prepare=True)
+    assert cur.fetchall() == [("five",)]
 print("ok")
 "#;
     assert_eq!(ok(&server.python(script)).trim(), "ok");
@@ -396,4 +403,36 @@ fn drivers_learn_who_and_where_they_are() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "alice|wireload|public|t", "{out}");
     assert!(lines[1].starts_with("PostgreSQL 15.0 (wireload"), "{out}");
+}
+
+#[test]
+fn a_message_over_the_limit_closes_only_its_connection() {
+    let server = TestServer::with(|s| s.limits.max_message_bytes = 64 << 10);
+    server.sql(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR); INSERT INTO t VALUES (1, 'one');",
+    );
+    let script = r#"
+import psycopg
+with psycopg.connect(CONNINFO, autocommit=True) as other:
+    try:
+        with psycopg.connect(CONNINFO, autocommit=True) as conn:
+            conn.execute("SELECT '" + "x" * 100000 + "'")
+        raise SystemExit("a 100 kB query was accepted")
+    except psycopg.errors.ProgramLimitExceeded as e:
+        assert "over this server's limit of 65536 bytes (max_message_bytes)" in str(e), str(e)
+    # a COPY block over the limit ends the connection and loads nothing
+    try:
+        with psycopg.connect(CONNINFO, autocommit=True) as conn:
+            with conn.cursor().copy("COPY t FROM STDIN (FORMAT csv)") as copy:
+                copy.write(b"2,two\n")
+                copy.write(b"3," + b"y" * 200000 + b"\n")
+        raise SystemExit("a 200 kB CopyData was accepted")
+    except psycopg.OperationalError as e:
+        pass
+    # the other session goes on
+    assert other.execute("SELECT count(*), max(v) FROM t").fetchone() == (1, "one")
+print("ok")
+"#;
+    assert_eq!(ok(&server.python(script)).trim(), "ok");
+    assert_eq!(server.rows("SELECT id, v FROM t"), ["1|one"]);
 }

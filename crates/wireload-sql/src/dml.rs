@@ -13,7 +13,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema};
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Values, cast};
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{self, ExprWithAlias, SelectItem};
 use wireload_storage::{TableDef, TableIndex, TableVersion};
@@ -368,6 +368,31 @@ async fn returning(
     schema: SchemaRef,
     rows: Vec<RecordBatch>,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {
+    let df = returning_frame(ctx, table, items, schema, rows)?;
+    let out = Arc::new(df.schema().as_arrow().clone());
+    let batches = df.collect().await?;
+    Ok((out, batches))
+}
+
+/// The columns `RETURNING items` gives for table `table` (whose rows are in `schema`).
+pub(crate) fn returning_schema(
+    ctx: &SessionContext,
+    table: &str,
+    items: &[SelectItem],
+    schema: SchemaRef,
+) -> Result<SchemaRef, SqlError> {
+    let df = returning_frame(ctx, table, items.to_vec(), schema, Vec::new())?;
+    Ok(Arc::new(df.schema().as_arrow().clone()))
+}
+
+/// `RETURNING items` over `rows` (in `schema`) of table `table`, planned.
+fn returning_frame(
+    ctx: &SessionContext,
+    table: &str,
+    items: Vec<SelectItem>,
+    schema: SchemaRef,
+    rows: Vec<RecordBatch>,
+) -> Result<DataFrame, SqlError> {
     let rows = MemTable::try_new(schema, vec![rows])?;
     let df = ctx.read_table(Arc::new(rows))?.alias(table)?;
     let state = ctx.state();
@@ -401,10 +426,7 @@ async fn returning(
             }
         }
     }
-    let df = df.select(exprs)?;
-    let out = Arc::new(df.schema().as_arrow().clone());
-    let batches = df.collect().await?;
-    Ok((out, batches))
+    Ok(df.select(exprs)?)
 }
 
 /// The rows of `batches` (in the table's column order and types) that `ON CONFLICT target

@@ -148,6 +148,8 @@ pub struct PreparedStatement {
     plan: Arc<LogicalPlan>,
     /// The RETURNING list of a write.
     returning: Option<Vec<ast::SelectItem>>,
+    /// The columns of a write's RETURNING list.
+    returns: Option<SchemaRef>,
     /// An INSERT's `ON CONFLICT` clause.
     on_conflict: Option<OnConflict>,
     /// Each parameter's type, when the statement tells it.
@@ -168,13 +170,15 @@ impl PreparedStatement {
         self.keyed.is_some()
     }
 
-    /// The columns of its result: a query's columns, none for a write without
-    /// RETURNING; `None` for a write with RETURNING (known when it runs).
-    pub fn result_schema(&self) -> Option<SchemaRef> {
+    /// The columns of its result: a query's columns, a write's RETURNING columns (none
+    /// without RETURNING).
+    pub fn result_schema(&self) -> SchemaRef {
         match self.plan.as_ref() {
-            LogicalPlan::Dml(_) if self.returning.is_some() => None,
-            LogicalPlan::Dml(_) => Some(Arc::new(arrow::datatypes::Schema::empty())),
-            plan => Some(Arc::new(plan.schema().as_arrow().clone())),
+            LogicalPlan::Dml(_) => self
+                .returns
+                .clone()
+                .unwrap_or_else(|| Arc::new(arrow::datatypes::Schema::empty())),
+            plan => Arc::new(plan.schema().as_arrow().clone()),
         }
     }
 }
@@ -406,9 +410,19 @@ impl Database {
             }
             _ => None,
         };
+        let returns = match (&plan, &returning) {
+            (LogicalPlan::Dml(dml), Some(items)) => Some(dml::returning_schema(
+                &self.ctx,
+                dml.table_name.table(),
+                items,
+                dml.target.schema(),
+            )?),
+            _ => None,
+        };
         Ok(PreparedStatement {
             plan: Arc::new(plan),
             returning,
+            returns,
             on_conflict,
             params,
             keyed,

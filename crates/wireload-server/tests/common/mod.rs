@@ -141,17 +141,20 @@ impl TestServer {
     /// Runs a Python `script` with psycopg; `CONNINFO` in it is this server's connection
     /// string for alice.
     pub fn python(&self, script: &str) -> Output {
+        self.python_command(script).output().expect("python runs")
+    }
+
+    /// The command that runs `script` as [`TestServer::python`] does.
+    pub fn python_command(&self, script: &str) -> Command {
         let conninfo = format!(
             "host=127.0.0.1 port={} user={USER} password='{}' dbname=wireload sslmode=disable",
             self.port,
             PASSWORD.replace('\'', "\\'")
         );
         let script = script.replace("CONNINFO", &format!("{conninfo:?}"));
-        Command::new(wireload_clients::python())
-            .arg("-c")
-            .arg(script)
-            .output()
-            .expect("python runs")
+        let mut cmd = Command::new(wireload_clients::python());
+        cmd.arg("-c").arg(script);
+        cmd
     }
 }
 
