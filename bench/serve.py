@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import statistics
@@ -149,6 +150,19 @@ def wait_ready(server: Server) -> None:
     raise SystemExit(f"{server.name} did not come up")
 
 
+def busy_seconds() -> float:
+    """CPU seconds all CPUs of this machine have spent busy since boot (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_seconds() -> float:
+    """CPU seconds of this process's finished children (the clients)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def copy_options() -> str:
     return "WITH (FORMAT csv, DELIMITER '|')"
 
@@ -252,6 +266,8 @@ def main() -> None:
     wl_proc, wl, flight_port = start_wireload(args.wireload, args.threads)
     pg_dir, pg = start_postgres(Path(args.pg_bin))
     results: dict[str, list[float]] = {}
+    # CPU seconds per load: (the machine's busy time less the client's, the client's)
+    cpu: dict[str, list[tuple[float, float]]] = {}
     try:
         methods = ["local", "psql", "psycopg", "adbc"]
         for rep in range(args.runs):
@@ -259,6 +275,7 @@ def main() -> None:
                 for m in methods:
                     server.reset()
                     touch_memory(2 * size)
+                    busy, clients = busy_seconds(), children_seconds()
                     if m == "local":
                         t = server.psql("-c", f"COPY {TABLE} FROM '{path}' {copy_options()}")
                     elif m == "psql":
@@ -272,9 +289,12 @@ def main() -> None:
                         else:
                             uri = f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{server.port}/postgres"
                             t = float(run_worker("adbc-pg", uri, path, "1"))
+                    clients = children_seconds() - clients
+                    busy = busy_seconds() - busy
                     results.setdefault(f"{server.name}|{m}", []).append(t)
-                    print(f"rep {rep + 1} {server.name:14} {m:8} {t:7.2f} s  {size / 1e6 / t:7.1f} MB/s",
-                          flush=True)
+                    cpu.setdefault(f"{server.name}|{m}", []).append((busy - clients, clients))
+                    print(f"rep {rep + 1} {server.name:14} {m:8} {t:7.2f} s  {size / 1e6 / t:7.1f} MB/s"
+                          f"  cpu: server {busy - clients:5.2f} s, client {clients:5.2f} s", flush=True)
         # queries on the last load (ADBC's), with an index on the key for the point query
         wl.psql("-c", f"CREATE INDEX lineitem_key ON {TABLE} (l_orderkey, l_linenumber)")
         pg.psql("-c", f"CREATE INDEX lineitem_key ON {TABLE} (l_orderkey, l_linenumber)", "-c", f"ANALYZE {TABLE}")
@@ -315,16 +335,24 @@ def main() -> None:
         "synchronous_commit and full_page_writes off, data on tmpfs",
         f"- {args.runs} interleaved repetitions, medians (all runs in parentheses); MB/s = file "
         "bytes / seconds; ADBC's time excludes reading the CSV into Arrow",
+        "- CPU s (median): the server's = the machine's busy CPU time during the load less the "
+        "client processes' (user + system, so the kernel's loopback work is split between "
+        "them); client and server share this machine's CPUs",
         "",
-        "| method | wireload s | wireload MB/s | PostgreSQL 15 s | PostgreSQL MB/s | PostgreSQL / wireload |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| method | wireload s | wireload MB/s | CPU s server + client | PostgreSQL 15 s | "
+        "PostgreSQL MB/s | CPU s server + client | PostgreSQL / wireload |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     med = {k: statistics.median(v) for k, v in results.items()}
     runs = {k: ", ".join(f"{x:.2f}" for x in v) for k, v in results.items()}
+    cpus = {k: (statistics.median(s for s, _ in v), statistics.median(c for _, c in v))
+            for k, v in cpu.items()}
     for m_ in methods:
         w, g = med[f"wireload|{m_}"], med[f"PostgreSQL 15|{m_}"]
+        (ws, wc), (gs, gc) = cpus[f"wireload|{m_}"], cpus[f"PostgreSQL 15|{m_}"]
         lines.append(f"| {m_} | {w:.2f} ({runs[f'wireload|{m_}']}) | {size / 1e6 / w:.0f} | "
-                     f"{g:.2f} ({runs[f'PostgreSQL 15|{m_}']}) | {size / 1e6 / g:.0f} | {g / w:.1f}x |")
+                     f"{ws:.2f} + {wc:.2f} | {g:.2f} ({runs[f'PostgreSQL 15|{m_}']}) | "
+                     f"{size / 1e6 / g:.0f} | {gs:.2f} + {gc:.2f} | {g / w:.1f}x |")
     best = min(("psql", "psycopg"), key=lambda m_: med[f"wireload|{m_}"])
     best_wire = med[f"wireload|{best}"]
     lines += [
@@ -332,7 +360,10 @@ def main() -> None:
         f"COPY FROM STDIN (the faster of psql and psycopg: {best}) reaches "
         f"{med['wireload|local'] / best_wire:.0%} of wireload's local COPY throughput and is "
         f"{med[f'PostgreSQL 15|{best}'] / best_wire:.1f}x PostgreSQL's {best} COPY, "
-        f"{med['PostgreSQL 15|local'] / best_wire:.1f}x PostgreSQL's local COPY.",
+        f"{med['PostgreSQL 15|local'] / best_wire:.1f}x PostgreSQL's local COPY. "
+        f"Its server side used {cpus[f'wireload|{best}'][0]:.2f} CPU s against "
+        f"{cpus['wireload|local'][0]:.2f} for the local load, and its client "
+        f"{cpus[f'wireload|{best}'][1]:.2f} CPU s on the same {os.cpu_count()} CPUs.",
         "",
         "Query latency after the loads (median ms over the repetitions of one client session):",
         "",

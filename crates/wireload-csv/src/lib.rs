@@ -57,13 +57,56 @@ pub fn line_of(data: &[u8], pos: usize) -> u64 {
 /// `\n`, looking past the range's end for that): `line_of(data, b) = 1 + line_ends(data,
 /// 0..b)`, and the counts of adjacent ranges add up.
 pub fn line_ends(data: &[u8], range: std::ops::Range<usize>) -> u64 {
-    let head = &data[range.clone()];
-    let lf = bytecount::count(head, b'\n') as u64;
-    if memchr::memchr(b'\r', head).is_none() {
-        return lf;
+    // both searches run over one cache-sized slice after the other: the input is read
+    // from memory once
+    const SLICE: usize = 64 << 10;
+    let mut ends = 0;
+    let mut at = range.start;
+    for head in data[range].chunks(SLICE) {
+        ends += bytecount::count(head, b'\n') as u64;
+        if memchr::memchr(b'\r', head).is_some() {
+            ends += memchr::memchr_iter(b'\r', head)
+                .filter(|&i| data.get(at + i + 1) != Some(&b'\n'))
+                .count() as u64;
+        }
+        at += head.len();
     }
-    let lone_cr = memchr::memchr_iter(b'\r', head)
-        .filter(|&i| data.get(range.start + i + 1) != Some(&b'\n'))
-        .count() as u64;
-    lf + lone_cr
+    ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Line ends counted one byte at a time.
+    fn naive(data: &[u8], range: std::ops::Range<usize>) -> u64 {
+        range
+            .filter(|&i| data[i] == b'\n' || (data[i] == b'\r' && data.get(i + 1) != Some(&b'\n')))
+            .count() as u64
+    }
+
+    #[test]
+    fn line_ends_count_lf_and_lone_cr_across_slices_and_ranges() {
+        // CR, LF and CRLF everywhere, including a CRLF split at each 64 KiB slice boundary
+        let mut data: Vec<u8> = (0..300_000u32)
+            .map(|i| match i.wrapping_mul(2_654_435_761) % 13 {
+                0 => b'\n',
+                1 => b'\r',
+                _ => b'a',
+            })
+            .collect();
+        for k in 1..4 {
+            data[k * (64 << 10) - 1] = b'\r';
+            data[k * (64 << 10)] = b'\n';
+        }
+        for range in [0..data.len(), 1..(64 << 10), (64 << 10) - 1..200_001, 5..5] {
+            assert_eq!(line_ends(&data, range.clone()), naive(&data, range));
+        }
+        let (a, b) = (
+            line_ends(&data, 0..131_071),
+            line_ends(&data, 131_071..data.len()),
+        );
+        assert_eq!(a + b, line_ends(&data, 0..data.len()));
+        assert_eq!(line_of(&data, 70_000), 1 + naive(&data, 0..70_000));
+    }
 }

@@ -33,7 +33,7 @@ pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool};
 pub use publish::{Appender, Published, Sites, Unit};
-pub use source::{BLOCK_BYTES, Block, Blocks, Input, Source, Whole};
+pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
 use wireload_csv::ScanConfig;
@@ -81,7 +81,13 @@ pub fn parse_records(
         lines,
         whole: false,
     };
-    parse.parse_window(data, 0, origin, first_unit, appender, ctl)
+    let window = parse::Records {
+        data,
+        start: 0,
+        chunks: parse.chunker().chunks(data, 0),
+        origin,
+    };
+    parse.parse_window(window, first_unit, appender, ctl)
 }
 
 /// Builds the index `index` over the rows `table` holds now, in parallel, and publishes the

@@ -154,6 +154,38 @@ fn l3_bytes() -> Option<usize> {
     num.parse::<usize>().ok().map(|n| n * mult)
 }
 
+/// The chunks of a window and the quote state each starts in.
+pub(crate) type Chunks = (Vec<std::ops::Range<usize>>, Vec<wireload_csv::QuoteState>);
+
+/// A window of whole records to parse.
+pub(crate) struct Records<'d> {
+    /// The window; its records start at `start`.
+    pub data: &'d [u8],
+    /// Where the first record starts (after a header).
+    pub start: usize,
+    /// [`Chunker::chunks`] of `data` from `start`.
+    pub chunks: Chunks,
+    /// Where `data` lies in the input.
+    pub origin: Origin,
+}
+
+/// How windows are split into chunks: what the stream's cutting thread needs of a parse.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunker {
+    pub scan: ScanConfig,
+    pub mode: wireload_csv::ScanMode,
+    pub size: usize,
+}
+
+impl Chunker {
+    /// The chunks of `data[start..]` and the quote state each starts in.
+    pub(crate) fn chunks(&self, data: &[u8], start: usize) -> Chunks {
+        let chunks = chunk_ranges(start, data.len(), self.size);
+        let states = chunk_start_states(data, &chunks, &self.scan, self.mode);
+        (chunks, states)
+    }
+}
+
 /// How a load parses CSV: everything but the window, fixed for the whole load.
 pub(crate) struct CsvParse<'a> {
     pub file: String,
@@ -209,30 +241,30 @@ impl<'a> CsvParse<'a> {
         })
     }
 
-    /// The chunks of `data[start..]` and the quote state each starts in.
-    pub(crate) fn chunks(
-        &self,
-        data: &[u8],
-        start: usize,
-    ) -> (Vec<std::ops::Range<usize>>, Vec<wireload_csv::QuoteState>) {
-        let chunks = chunk_ranges(start, data.len(), self.chunk_size);
-        let states = chunk_start_states(data, &chunks, &self.scan, self.opts.mode);
-        (chunks, states)
+    /// How this parse splits a window into chunks.
+    pub(crate) fn chunker(&self) -> Chunker {
+        Chunker {
+            scan: self.scan,
+            mode: self.opts.mode,
+            size: self.chunk_size,
+        }
     }
 
-    /// Parses the records of `data[start..]` (whole records; `origin` says where `data` lies
-    /// in the input) on the current rayon pool, handing unit `first_unit + i` of chunk `i`
-    /// to `appender`; returns the number of units.
+    /// Parses the records of a window on the current rayon pool, handing unit
+    /// `first_unit + i` of chunk `i` to `appender`; returns the number of units.
     pub(crate) fn parse_window(
         &self,
-        data: &[u8],
-        start: usize,
-        origin: Origin,
+        window: Records<'_>,
         first_unit: usize,
         appender: &Appender<'_>,
         ctl: &LoadControl,
     ) -> Result<usize, LoadError> {
-        let (chunks, states) = self.chunks(data, start);
+        let Records {
+            data,
+            start,
+            chunks: (chunks, states),
+            origin,
+        } = window;
         // a streamed input loses each window: rows of unique keys need their lines now
         let chunk_lines = if !origin.whole && appender.wants_sites() {
             let counts: Vec<u64> = chunks

@@ -15,6 +15,7 @@
 //! ```
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::Instant;
 
 use wireload_csv::{
@@ -24,7 +25,7 @@ use wireload_storage::Table;
 
 use crate::error::{LoadError, Position};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
-use crate::parse::{CsvParse, Origin, SNIPPET};
+use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET};
 use crate::pool::install;
 use crate::publish::{Appender, Published};
 use crate::source::{Block, Blocks, Input, Source};
@@ -56,9 +57,15 @@ pub(crate) fn load(
                 lines: 0,
                 whole: true,
             };
+            let records = Records {
+                data,
+                start,
+                chunks: parse.chunker().chunks(data, start),
+                origin,
+            };
             let (units, published) =
                 appender.run(ctl, Some(data), rayon::current_num_threads(), |appender| {
-                    parse.parse_window(data, start, origin, 0, appender, ctl)
+                    parse.parse_window(records, 0, appender, ctl)
                 })?;
             Ok::<_, LoadError>((data.len() as u64, units, published))
         })??,
@@ -127,9 +134,24 @@ fn stream(
     )?;
     let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
+    let recycler = blocks.recycler();
+    let (tx, windows) = sync_channel(1);
+    let cutting = Cutting {
+        blocks,
+        window,
+        start,
+        eof,
+        chunker: parse.chunker(),
+    };
+    std::thread::Builder::new()
+        .name("wireload-cut".into())
+        .spawn(move || cutting.run(tx))
+        .map_err(|e| LoadError::Threads {
+            threads: 1,
+            message: e.to_string(),
+        })?;
     let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
-        let (mut byte, mut lines, mut units) = (0u64, 0u64, 0usize);
-        let mut start = start;
+        let (mut byte, mut units) = (0u64, 0usize);
         loop {
             if ctl.cancel.load(Relaxed) {
                 return Err(LoadError::Cancelled);
@@ -138,17 +160,96 @@ fn stream(
                 // the load fails with the merge step's error: read no more
                 return Err(LoadError::Options("a merge step failed".into()));
             }
+            let w = match windows.recv() {
+                Ok(Ok(Some(w))) => w,
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(LoadError::Options(
+                        "internal: the stream's cutting thread stopped early".into(),
+                    ));
+                }
+            };
+            let records = Records {
+                data: &w.block.bytes()[..w.cut],
+                start: w.start,
+                chunks: w.chunks,
+                origin: w.origin,
+            };
+            // parsed on the pool while the cutting thread prepares the next window
+            units += install(opts.threads, || {
+                parse.parse_window(records, units, appender, ctl)
+            })??;
+            byte = w.origin.byte + w.cut as u64;
+            recycler.recycle(w.block);
+        }
+        Ok((byte, units))
+    })?;
+    Ok((byte, units, published))
+}
+
+/// A window cut and chunked, ready to parse.
+struct Window {
+    /// The bytes; the window is `block.bytes()[..cut]`.
+    block: Block,
+    /// Where its first record starts.
+    start: usize,
+    /// Where its last complete record ends.
+    cut: usize,
+    /// Its chunks.
+    chunks: Chunks,
+    /// Where it lies in the input.
+    origin: Origin,
+}
+
+/// The thread that cuts a stream into windows, one ahead of the parse: it waits for
+/// blocks, finds each window's last complete record, chunks it and counts its lines while
+/// the window before is parsed.
+struct Cutting {
+    blocks: Blocks,
+    /// What is read but not yet sent.
+    window: Block,
+    /// Where its first record starts.
+    start: usize,
+    /// The stream has ended: `window` is the last.
+    eof: bool,
+    chunker: Chunker,
+}
+
+impl Cutting {
+    /// Sends the windows, then None; an error ends the stream. Stops when the parse is gone.
+    fn run(mut self, tx: SyncSender<Result<Option<Window>, LoadError>>) {
+        // a pool of this thread alone: the chunks' quote states are computed here, not
+        // queued behind the parse on its pool
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .use_current_thread()
+            .build();
+        let result = match &pool {
+            Ok(pool) => pool.install(|| self.windows(&tx)),
+            Err(_) => self.windows(&tx),
+        };
+        let _ = tx.send(result.map(|()| None));
+    }
+
+    fn windows(
+        &mut self,
+        tx: &SyncSender<Result<Option<Window>, LoadError>>,
+    ) -> Result<(), LoadError> {
+        let (mut byte, mut lines) = (0u64, 0u64);
+        loop {
             // the window ends after its last complete record, unless the stream has ended
-            let cut = if eof {
-                window.bytes().len()
+            let (cut, chunks) = if self.eof {
+                let data = self.window.bytes();
+                (data.len(), self.chunker.chunks(data, self.start))
             } else {
-                match cut(&parse, window.bytes(), start) {
+                match cut(&self.chunker, self.window.bytes(), self.start) {
                     Some(cut) => cut,
                     None => {
                         // no complete record yet: read more
-                        match blocks.next_block()? {
-                            Some(b) => grow(&blocks, &mut window, b),
-                            None => eof = true,
+                        match self.blocks.next_block()? {
+                            Some(b) => grow(&self.blocks, &mut self.window, b),
+                            None => self.eof = true,
                         }
                         continue;
                     }
@@ -159,35 +260,36 @@ fn stream(
                 lines,
                 whole: false,
             };
-            // parsed on the pool; the stream is read on this thread, between windows
-            units += install(opts.threads, || {
-                parse.parse_window(&window.bytes()[..cut], start, origin, units, appender, ctl)
-            })??;
             byte += cut as u64;
-            lines += line_ends(window.bytes(), 0..cut);
-            if eof {
-                break;
+            lines += line_ends(self.window.bytes(), 0..cut);
+            // the unparsed rest goes in front of the next block
+            let rest = self.window.bytes()[cut..].to_vec();
+            let window = Window {
+                block: std::mem::take(&mut self.window),
+                start: self.start,
+                cut,
+                chunks,
+                origin,
+            };
+            if tx.send(Ok(Some(window))).is_err() || self.eof {
+                return Ok(());
             }
-            // the next window: the next block with the unparsed rest put in front of it
-            let next = blocks.next_block()?;
-            start = 0;
-            match next {
+            self.start = 0;
+            match self.blocks.next_block()? {
                 Some(mut b) => {
-                    b.prepend(&window.bytes()[cut..]);
-                    blocks.recycle(std::mem::replace(&mut window, b));
+                    b.prepend(&rest);
+                    self.window = b;
                 }
                 None => {
-                    eof = true;
-                    window.advance(cut);
-                    if window.bytes().is_empty() {
-                        break;
+                    self.eof = true;
+                    if rest.is_empty() {
+                        return Ok(());
                     }
+                    self.window.extend(&rest);
                 }
             }
         }
-        Ok((byte, units))
-    })?;
-    Ok((byte, units, published))
+    }
 }
 
 /// Appends block `b` to `window` (the block becomes the window when the window is empty).
@@ -200,26 +302,35 @@ fn grow(blocks: &Blocks, window: &mut Block, b: Block) {
     }
 }
 
-/// Where the window `data` (records from `start`) is cut: after its last complete record,
-/// leaving at least the last byte for the next window (so a `\r\n` is never split); None
-/// when no record ends in it.
-fn cut(parse: &CsvParse<'_>, data: &[u8], start: usize) -> Option<usize> {
+/// Where the window `data` (records from `start`) is cut, and its chunks up to there: after
+/// its last complete record, leaving at least the last byte for the next window (so a
+/// `\r\n` is never split); None when no record ends in it.
+fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks)> {
     if data.len() <= start + 1 {
         return None;
     }
     let end = data.len() - 1;
-    let (chunks, states) = parse.chunks(&data[..end], start);
+    let (mut chunks, mut states) = chunker.chunks(&data[..end], start);
     let (last, state) = (chunks.last()?, *states.last()?);
-    let found = last_record_end(data, end, &parse.scan, last.start, state).or_else(|| {
+    let found = last_record_end(data, end, &chunker.scan, last.start, state).or_else(|| {
         // a record longer than a chunk: look from the window's start
-        last_record_end(data, end, &parse.scan, start, Default::default())
+        last_record_end(data, end, &chunker.scan, start, Default::default())
     })?;
     // a `\r\n` stays whole: the `\n` goes with the record it ends
-    Some(if data[found - 1] == b'\r' && data[found] == b'\n' {
+    let cut = if data[found - 1] == b'\r' && data[found] == b'\n' {
         found + 1
     } else {
         found
-    })
+    };
+    // the chunks of `data[..cut]` are those of `data[..end]` that start before the cut
+    // (chunks are cut at fixed offsets from `start`), the last one ending there
+    let n = chunks.iter().take_while(|r| r.start < cut).count();
+    chunks.truncate(n);
+    states.truncate(n);
+    if let Some(last) = chunks.last_mut() {
+        last.end = cut;
+    }
+    Some((cut, (chunks, states)))
 }
 
 /// Where the data records of `data` start: after a BOM and, with a header, after the

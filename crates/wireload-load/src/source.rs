@@ -35,6 +35,22 @@ pub enum Source {
         /// Bytes read per block.
         block: usize,
     },
+    /// Blocks filled elsewhere (a connection's COPY data by a [`Filler`]), handed over in
+    /// order.
+    Fed {
+        /// Shown in error messages in place of a file name.
+        name: String,
+        /// The blocks; taken by the first [`Source::open`].
+        feed: Arc<Mutex<Option<Box<dyn Feed>>>>,
+        /// Where used blocks go back to be filled again.
+        recycler: Recycler,
+    },
+}
+
+/// What hands a [`Source::Fed`] its blocks.
+pub trait Feed: Send {
+    /// The next block; None at the end of the input. An error fails the load.
+    fn next_block(&mut self) -> std::io::Result<Option<Block>>;
 }
 
 impl std::fmt::Debug for Source {
@@ -53,6 +69,10 @@ impl std::fmt::Debug for Source {
                 .field("name", name)
                 .field("size", size)
                 .field("block", block)
+                .finish_non_exhaustive(),
+            Source::Fed { name, .. } => f
+                .debug_struct("Fed")
+                .field("name", name)
                 .finish_non_exhaustive(),
         }
     }
@@ -79,11 +99,23 @@ impl Source {
         }
     }
 
+    /// A source of the blocks `feed` hands over, named `name` in errors; used blocks go
+    /// back through `recycler` (from [`Filler::new`]).
+    pub fn fed(name: impl Into<String>, feed: impl Feed + 'static, recycler: Recycler) -> Self {
+        Source::Fed {
+            name: name.into(),
+            feed: Arc::new(Mutex::new(Some(Box::new(feed)))),
+            recycler,
+        }
+    }
+
     /// The name errors use: the path or the given name.
     pub fn name(&self) -> String {
         match self {
             Source::File(p) => p.display().to_string(),
-            Source::Bytes { name, .. } | Source::Reader { name, .. } => name.clone(),
+            Source::Bytes { name, .. } | Source::Reader { name, .. } | Source::Fed { name, .. } => {
+                name.clone()
+            }
         }
     }
 
@@ -131,14 +163,7 @@ impl Source {
                 size,
                 block,
             } => {
-                let reader = reader
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .ok_or_else(|| LoadError::Io {
-                        path: name.clone(),
-                        source: std::io::Error::other("the stream was read already"),
-                    })?;
+                let reader = take_once(reader, name)?;
                 Ok(Input::Stream(Blocks::new(
                     name.clone(),
                     reader,
@@ -146,8 +171,34 @@ impl Source {
                     *block,
                 )))
             }
+            Source::Fed {
+                name,
+                feed,
+                recycler,
+            } => {
+                let feed = take_once(feed, name)?;
+                Ok(Input::Stream(Blocks {
+                    name: name.clone(),
+                    size: None,
+                    block: BLOCK_BYTES,
+                    feed,
+                    recycle: recycler.clone(),
+                    done: false,
+                }))
+            }
         }
     }
+}
+
+/// What a stream source holds, taken by its first reader: a stream is read once.
+fn take_once<T>(slot: &Mutex<Option<T>>, name: &str) -> Result<T, LoadError> {
+    slot.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or_else(|| LoadError::Io {
+            path: name.to_string(),
+            source: std::io::Error::other("the stream was read already"),
+        })
 }
 
 /// An opened source: all of it in memory (mapped or shared), or a stream of blocks.
@@ -211,7 +262,7 @@ const HEADROOM: usize = 64 << 10;
 
 /// Buffers of parsed windows waiting to be read into again (so a stream reuses a few
 /// buffers instead of touching fresh memory for every block).
-const RECYCLED: usize = 2;
+const RECYCLED: usize = 3;
 
 /// A block of a stream, with room in front of its bytes.
 #[derive(Debug, Default)]
@@ -250,14 +301,93 @@ impl Block {
     }
 }
 
-/// A stream read in blocks by a thread of its own, one block ahead of the load.
+/// Hands blocks that are no longer needed back to a stream's reader, to read into again.
+#[derive(Clone)]
+pub struct Recycler(SyncSender<Vec<u8>>);
+
+impl Recycler {
+    /// Gives `block`'s buffer back (dropped when enough are waiting already).
+    pub fn recycle(&self, block: Block) {
+        if block.buf.capacity() > 0 {
+            let _ = self.0.try_send(block.buf);
+        }
+    }
+}
+
+/// Gathers bytes written in pieces of any size (a connection's COPY data) into blocks with
+/// room in front, filling buffers the load gives back through the [`Recycler`] paired with
+/// it, so a long stream touches no fresh memory.
+pub struct Filler {
+    block: Block,
+    size: usize,
+    recycled: Receiver<Vec<u8>>,
+}
+
+impl Filler {
+    /// A filler of blocks of `size` bytes (at least one), and the recycler the load hands
+    /// its used blocks back with.
+    pub fn new(size: usize) -> (Filler, Recycler) {
+        let (recycle, recycled) = sync_channel(RECYCLED);
+        let filler = Filler {
+            block: Block::default(),
+            size: size.max(1),
+            recycled,
+        };
+        (filler, Recycler(recycle))
+    }
+
+    /// Appends `data`, calling `full` with each block it fills, in order.
+    pub fn write(&mut self, mut data: &[u8], mut full: impl FnMut(Block)) {
+        while !data.is_empty() {
+            if self.block.buf.capacity() == 0 {
+                let mut buf = self.recycled.try_recv().unwrap_or_default();
+                buf.clear();
+                buf.reserve(HEADROOM + self.size);
+                buf.resize(HEADROOM, 0);
+                self.block = Block {
+                    buf,
+                    start: HEADROOM,
+                };
+            }
+            let n = (self.size - self.block.bytes().len()).min(data.len());
+            self.block.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.block.bytes().len() == self.size {
+                full(std::mem::take(&mut self.block));
+            }
+        }
+    }
+
+    /// The last block, when it holds anything.
+    pub fn finish(&mut self) -> Option<Block> {
+        let last = std::mem::take(&mut self.block);
+        (!last.bytes().is_empty()).then_some(last)
+    }
+}
+
+/// A stream's blocks, one at a time: read from a reader by a thread of its own (one block
+/// ahead of the load), or handed over by a [`Feed`].
 pub struct Blocks {
     name: String,
     size: Option<u64>,
     block: usize,
-    blocks: Receiver<std::io::Result<Block>>,
-    recycle: SyncSender<Vec<u8>>,
+    feed: Box<dyn Feed>,
+    recycle: Recycler,
     done: bool,
+}
+
+/// The blocks a reader thread sends.
+struct ReadAhead(Receiver<std::io::Result<Block>>);
+
+impl Feed for ReadAhead {
+    fn next_block(&mut self) -> std::io::Result<Option<Block>> {
+        match self.0.recv() {
+            Ok(Ok(block)) if block.bytes().is_empty() => Ok(None),
+            Ok(block) => block.map(Some),
+            // the thread is gone without an end: it could not start
+            Err(_) => Err(std::io::Error::other("the reading thread stopped")),
+        }
+    }
 }
 
 impl Blocks {
@@ -269,13 +399,24 @@ impl Blocks {
             .name("wireload-read".into())
             .spawn(move || {
                 loop {
+                    // a recycled buffer is full length already: nothing to zero
                     let mut buf = recycled.try_recv().unwrap_or_default();
-                    buf.clear();
-                    buf.reserve(HEADROOM + block);
-                    buf.resize(HEADROOM, 0);
-                    let read = (&mut reader).take(block as u64).read_to_end(&mut buf);
-                    let end = matches!(read, Ok(0)) || read.is_err();
-                    let item = read.map(|_| Block {
+                    buf.resize(HEADROOM + block, 0);
+                    let mut filled = HEADROOM;
+                    let read = loop {
+                        if filled == buf.len() {
+                            break Ok(());
+                        }
+                        match reader.read(&mut buf[filled..]) {
+                            Ok(0) => break Ok(()),
+                            Ok(n) => filled += n,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => break Err(e),
+                        }
+                    };
+                    buf.truncate(filled);
+                    let end = filled == HEADROOM || read.is_err();
+                    let item = read.map(|()| Block {
                         buf,
                         start: HEADROOM,
                     });
@@ -284,29 +425,32 @@ impl Blocks {
                     }
                 }
             });
-        let (blocks, done) = match spawned {
-            Ok(_) => (blocks, false),
+        let blocks = match spawned {
+            Ok(_) => blocks,
             Err(e) => {
                 let (tx, rx) = sync_channel(1);
                 let _ = tx.send(Err(e));
-                (rx, false)
+                rx
             }
         };
         Blocks {
             name,
             size,
             block,
-            blocks,
-            recycle,
-            done,
+            feed: Box::new(ReadAhead(blocks)),
+            recycle: Recycler(recycle),
+            done: false,
         }
     }
 
-    /// Hands a block that is no longer needed back to the reader, to read into again.
+    /// Hands a block that is no longer needed back to be filled again.
     pub fn recycle(&self, block: Block) {
-        if block.buf.capacity() > 0 {
-            let _ = self.recycle.try_send(block.buf);
-        }
+        self.recycle.recycle(block);
+    }
+
+    /// A handle that recycles blocks after the stream has moved elsewhere.
+    pub fn recycler(&self) -> Recycler {
+        self.recycle.clone()
     }
 
     /// The stream's length, when known.
@@ -324,22 +468,18 @@ impl Blocks {
         if self.done {
             return Ok(None);
         }
-        match self.blocks.recv() {
-            Ok(Ok(block)) if block.bytes().is_empty() => {
+        match self.feed.next_block() {
+            Ok(Some(block)) => Ok(Some(block)),
+            Ok(None) => {
                 self.done = true;
                 Ok(None)
             }
-            Ok(Ok(block)) => Ok(Some(block)),
-            Ok(Err(source)) => {
+            Err(source) => {
                 self.done = true;
                 Err(LoadError::Io {
                     path: self.name.clone(),
                     source,
                 })
-            }
-            Err(_) => {
-                self.done = true;
-                Ok(None)
             }
         }
     }

@@ -51,8 +51,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// The largest protocol message accepted (a longer one closes the connection).
     pub max_message_bytes: usize,
-    /// COPY FROM STDIN data a connection may hold before the loader has taken it (the
-    /// client waits when it is full).
+    /// COPY FROM STDIN data a connection may hold before the loader has taken it, in whole
+    /// 16 MiB blocks, at least one (the client waits when it is full).
     pub copy_buffer_bytes: usize,
 }
 

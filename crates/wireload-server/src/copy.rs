@@ -1,103 +1,89 @@
 //! COPY over the connection: the client's CopyData streamed into the loader as a reader
 //! (`FROM STDIN`), and the unloader's CSV pieces streamed out as CopyData (`TO STDOUT`).
 
-use std::io::{Read, Write};
+use std::io::Write;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::sync::mpsc;
+use wireload_load::{BLOCK_BYTES, Block, Feed, Filler, Recycler};
 
-/// Incoming data is passed to the loader in pieces of at least this many bytes (CopyData
-/// messages are often a few KiB: psql sends 8 KiB).
-pub const PIECE_BYTES: usize = 256 << 10;
+/// Bytes per block handed to the loader.
+pub const COPY_BLOCK_BYTES: usize = BLOCK_BYTES;
 
 /// What travels from the connection to the loader.
 #[derive(Debug)]
 pub enum Piece {
-    /// Data, in order.
-    Data(Bytes),
+    /// A block of data, in order.
+    Data(Block),
     /// CopyDone: the input is complete.
     End,
 }
 
-/// The loader's side of COPY FROM STDIN: reads the pieces the connection sends. The input
-/// ends only at [`Piece::End`]; a channel closed without it (the client sent CopyFail or
-/// went away) is a read error, so the load fails and publishes nothing.
-pub struct PieceReader {
+/// The loader's side of COPY FROM STDIN: the blocks the connection fills. The input ends
+/// only at [`Piece::End`]; a channel closed without it (the client sent CopyFail or went
+/// away) is a read error, so the load fails and publishes nothing.
+pub struct CopyFeed {
     rx: mpsc::Receiver<Piece>,
-    current: Bytes,
-    ended: bool,
 }
 
-impl PieceReader {
-    /// A reader of what `rx` receives.
+impl CopyFeed {
+    /// The blocks `rx` receives.
     pub fn new(rx: mpsc::Receiver<Piece>) -> Self {
-        PieceReader {
-            rx,
-            current: Bytes::new(),
-            ended: false,
+        CopyFeed { rx }
+    }
+}
+
+impl Feed for CopyFeed {
+    fn next_block(&mut self) -> std::io::Result<Option<Block>> {
+        match self.rx.blocking_recv() {
+            Some(Piece::Data(block)) => Ok(Some(block)),
+            Some(Piece::End) => Ok(None),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the client stopped sending COPY data (CopyFail or lost connection)",
+            )),
         }
     }
 }
 
-impl Read for PieceReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            if self.ended {
-                return Ok(0);
-            }
-            match self.rx.blocking_recv() {
-                Some(Piece::Data(b)) => self.current = b,
-                Some(Piece::End) => self.ended = true,
-                None => {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "the client stopped sending COPY data (CopyFail or lost connection)",
-                    ));
-                }
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
-    }
-}
-
-/// The connection's side of COPY FROM STDIN: gathers CopyData into pieces and sends them,
-/// waiting while the loader is behind (the channel is bounded).
-pub struct PieceSender {
+/// The connection's side of COPY FROM STDIN: copies CopyData into blocks (reusing the
+/// buffers the loader hands back) and sends each as it fills, waiting while the loader is
+/// behind (the channel is bounded).
+pub struct CopySender {
     tx: Option<mpsc::Sender<Piece>>,
-    pending: BytesMut,
+    filler: Filler,
 }
 
-impl PieceSender {
-    /// A sender into `tx`.
-    pub fn new(tx: mpsc::Sender<Piece>) -> Self {
-        PieceSender {
-            tx: Some(tx),
-            pending: BytesMut::new(),
-        }
+impl CopySender {
+    /// A sender into `tx` of blocks of `block` bytes, and the recycler for the loader.
+    pub fn new(tx: mpsc::Sender<Piece>, block: usize) -> (Self, Recycler) {
+        let (filler, recycler) = Filler::new(block);
+        (
+            CopySender {
+                tx: Some(tx),
+                filler,
+            },
+            recycler,
+        )
     }
 
-    /// Adds `data`; sends a piece when enough has gathered (a large CopyData goes as it is,
-    /// uncopied). Data after the loader has stopped (it failed) is dropped: the error is
-    /// reported at CopyDone.
-    pub async fn push(&mut self, data: Bytes) {
-        if self.pending.is_empty() && data.len() >= PIECE_BYTES / 2 {
-            self.send(Piece::Data(data)).await;
+    /// Adds `data`, sending the blocks it fills. Data after the loader has stopped (it
+    /// failed) is dropped: the error is reported at CopyDone.
+    pub async fn push(&mut self, data: &[u8]) {
+        if self.tx.is_none() {
             return;
         }
-        self.pending.extend_from_slice(&data);
-        if self.pending.len() >= PIECE_BYTES {
-            let piece = self.pending.split().freeze();
-            self.send(Piece::Data(piece)).await;
+        let mut full = Vec::new();
+        self.filler.write(data, |b| full.push(b));
+        for block in full {
+            self.send(Piece::Data(block)).await;
         }
     }
 
     /// Sends what is pending and the end of the input.
     pub async fn finish(&mut self) {
-        if !self.pending.is_empty() {
-            let piece = self.pending.split().freeze();
-            self.send(Piece::Data(piece)).await;
+        if let Some(last) = self.filler.finish() {
+            self.send(Piece::Data(last)).await;
         }
         self.send(Piece::End).await;
         self.tx = None;
@@ -106,7 +92,7 @@ impl PieceSender {
     /// Stops without the end of the input: the reader fails (CopyFail).
     pub fn abandon(&mut self) {
         self.tx = None;
-        self.pending.clear();
+        self.filler.finish();
     }
 
     async fn send(&mut self, piece: Piece) {
@@ -154,20 +140,35 @@ impl Write for ChannelWriter {
 mod tests {
     use super::*;
 
+    /// Everything `feed` hands over, or its error.
+    fn drain(mut feed: CopyFeed) -> std::io::Result<Vec<u8>> {
+        let mut all = Vec::new();
+        while let Some(block) = feed.next_block()? {
+            all.extend_from_slice(block.bytes());
+        }
+        Ok(all)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pieces_arrive_in_order_and_end_only_at_end() {
         let (tx, rx) = mpsc::channel(2);
+        let (mut s, recycler) = CopySender::new(tx, 1000);
         let reader = tokio::task::spawn_blocking(move || {
-            let mut r = PieceReader::new(rx);
+            let mut feed = CopyFeed::new(rx);
             let mut all = Vec::new();
-            r.read_to_end(&mut all).map(|_| all)
+            while let Some(block) = feed.next_block()? {
+                assert!(block.bytes().len() <= 1000);
+                all.extend_from_slice(block.bytes());
+                recycler.recycle(block);
+            }
+            Ok::<_, std::io::Error>(all)
         });
-        let mut s = PieceSender::new(tx);
         let mut want = Vec::new();
         for i in 0..5000u32 {
-            let line = format!("{i},row {i}\n");
+            // pieces smaller and larger than a block
+            let line = format!("{i},row {i}\n").repeat(1 + (i % 7 == 0) as usize * 200);
             want.extend_from_slice(line.as_bytes());
-            s.push(Bytes::from(line)).await;
+            s.push(line.as_bytes()).await;
         }
         s.finish().await;
         assert_eq!(reader.await.unwrap().unwrap(), want);
@@ -176,13 +177,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_channel_closed_without_end_is_an_error() {
         let (tx, rx) = mpsc::channel(2);
-        let reader = tokio::task::spawn_blocking(move || {
-            let mut r = PieceReader::new(rx);
-            let mut all = Vec::new();
-            r.read_to_end(&mut all)
-        });
-        let mut s = PieceSender::new(tx);
-        s.push(Bytes::from(vec![b'x'; PIECE_BYTES + 1])).await;
+        let reader = tokio::task::spawn_blocking(move || drain(CopyFeed::new(rx)));
+        let (mut s, _recycler) = CopySender::new(tx, 1000);
+        s.push(&[b'x'; 2500]).await;
+        s.abandon();
         drop(s);
         let err = reader.await.unwrap().unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);

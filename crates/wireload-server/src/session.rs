@@ -31,7 +31,7 @@ use wireload_sql::{
     StatementOutput, TxStatement, parse_script,
 };
 
-use crate::copy::{ChannelWriter, PIECE_BYTES, PieceReader, PieceSender};
+use crate::copy::{COPY_BLOCK_BYTES, ChannelWriter, CopyFeed, CopySender};
 use crate::errors::{sql_error, user_error};
 use crate::server::Shared;
 use crate::types::{ColumnWriter, field_infos};
@@ -47,7 +47,7 @@ pub enum PgStatement {
 
 /// A COPY FROM STDIN in progress.
 struct CopyIn {
-    sender: PieceSender,
+    sender: CopySender,
     load: tokio::task::JoinHandle<Result<LoadReport, SqlError>>,
     ctl: LoadControl,
 }
@@ -359,20 +359,17 @@ impl Connection {
             .table(&copy.table)
             .map(|t| t.def().schema.columns.len())
             .ok_or_else(|| sql_error(&SqlError::UndefinedTable(copy.table.clone())))?;
-        let capacity = (self.shared.settings.limits.copy_buffer_bytes / PIECE_BYTES).max(2);
+        let capacity = (self.shared.settings.limits.copy_buffer_bytes / COPY_BLOCK_BYTES).max(1);
         let (tx, rx) = mpsc::channel(capacity);
-        let source = Source::reader("STDIN", PieceReader::new(rx));
+        let (sender, recycler) = CopySender::new(tx, COPY_BLOCK_BYTES);
+        let source = Source::fed("STDIN", CopyFeed::new(rx), recycler);
         let ctl = LoadControl::default();
         self.shared.backends.start(self.pid(), &ctl);
         let session = Arc::clone(&self.session);
         let load_ctl = ctl.clone();
         let load =
             tokio::spawn(async move { session.copy_from_client(copy, source, &load_ctl).await });
-        *self.copy.lock().await = Some(CopyIn {
-            sender: PieceSender::new(tx),
-            load,
-            ctl,
-        });
+        *self.copy.lock().await = Some(CopyIn { sender, load, ctl });
         Ok(Response::CopyIn(CopyResponse::new(
             0,
             columns,
@@ -753,7 +750,7 @@ impl CopyHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         if let Some(copy) = self.copy.lock().await.as_mut() {
-            copy.sender.push(data.data).await;
+            copy.sender.push(&data.data).await;
         }
         Ok(())
     }
