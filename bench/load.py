@@ -891,13 +891,14 @@ def driver_main(args: argparse.Namespace, argv: list[str]) -> int:
     return 1 if failures else 0
 
 
-def command_line(argv: list[str]) -> str:
+def command_line(argv: list[str], script: str = __file__) -> str:
+    """The command that ran `script` with `argv`, paths relative to the current directory."""
     exe = sys.executable
     try:
         exe = os.path.relpath(exe)
     except ValueError:
         pass
-    script = os.path.relpath(os.path.abspath(__file__))
+    script = os.path.relpath(os.path.abspath(script))
     return shlex.join([exe, script, *argv])
 
 

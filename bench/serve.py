@@ -326,7 +326,7 @@ def main() -> None:
         f"{m['memory']} RAM, Linux {m['kernel']}",
         f"- Run: {started} to {time.strftime('%Y-%m-%dT%H:%M:%S%z')}; load average {load_before} before, "
         f"{loadavg()} after",
-        f"- Command: `{command_line(sys.argv[1:])}` (commit {git_commit()})",
+        f"- Command: `{command_line(sys.argv[1:], __file__)}` (commit {git_commit()})",
         f"- Versions: wireload {wireload_version(args.wireload)}, {pg_version}, psql from Debian's "
         f"postgresql-client, psycopg {psycopg.__version__}, adbc_driver_flightsql "
         f"{adbc_driver_flightsql.__version__}, pyarrow {pyarrow.__version__}",
@@ -337,7 +337,8 @@ def main() -> None:
         "bytes / seconds; ADBC's time excludes reading the CSV into Arrow",
         "- CPU s (median): the server's = the machine's busy CPU time during the load less the "
         "client processes' (user + system, so the kernel's loopback work is split between "
-        "them); client and server share this machine's CPUs",
+        "them); client and server share this machine's CPUs; ADBC's client CPU includes reading "
+        "the CSV into Arrow",
         "",
         "| method | wireload s | wireload MB/s | CPU s server + client | PostgreSQL 15 s | "
         "PostgreSQL MB/s | CPU s server + client | PostgreSQL / wireload |",
