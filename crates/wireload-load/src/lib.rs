@@ -85,6 +85,7 @@ pub fn parse_records(
         data,
         start: 0,
         chunks: parse.chunker().chunks(data, 0),
+        lines: None,
         origin,
     };
     parse.parse_window(window, first_unit, appender, ctl)

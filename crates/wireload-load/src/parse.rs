@@ -165,8 +165,33 @@ pub(crate) struct Records<'d> {
     pub start: usize,
     /// [`Chunker::chunks`] of `data` from `start`.
     pub chunks: Chunks,
+    /// [`chunk_lines`] of those chunks, when counted already.
+    pub lines: Option<Vec<u64>>,
     /// Where `data` lies in the input.
     pub origin: Origin,
+}
+
+/// The line ends in `data` before each of `chunks` (which cover `data[start..]` in order),
+/// and in all of `data` up to the last chunk's end.
+pub(crate) fn chunk_lines(
+    data: &[u8],
+    start: usize,
+    chunks: &[std::ops::Range<usize>],
+) -> (Vec<u64>, u64) {
+    let counts: Vec<u64> = chunks
+        .par_iter()
+        .map(|r| line_ends(data, r.clone()))
+        .collect();
+    let mut before = line_ends(data, 0..start);
+    let lines = counts
+        .iter()
+        .map(|c| {
+            let b = before;
+            before += c;
+            b
+        })
+        .collect();
+    (lines, before)
 }
 
 /// How windows are split into chunks: what the stream's cutting thread needs of a parse.
@@ -263,23 +288,12 @@ impl<'a> CsvParse<'a> {
             data,
             start,
             chunks: (chunks, states),
+            lines,
             origin,
         } = window;
         // a streamed input loses each window: rows of unique keys need their lines now
         let chunk_lines = if !origin.whole && appender.wants_sites() {
-            let counts: Vec<u64> = chunks
-                .par_iter()
-                .map(|r| line_ends(data, r.clone()))
-                .collect();
-            let mut before = line_ends(data, 0..start);
-            counts
-                .iter()
-                .map(|c| {
-                    let b = before;
-                    before += c;
-                    b
-                })
-                .collect()
+            lines.unwrap_or_else(|| chunk_lines(data, start, &chunks).0)
         } else {
             Vec::new()
         };

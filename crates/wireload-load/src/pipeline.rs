@@ -18,14 +18,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::Instant;
 
-use wireload_csv::{
-    BOM, ScanConfig, last_record_end, line_ends, line_of, reference::first_record, skip_bom,
-};
+use wireload_csv::{BOM, ScanConfig, last_record_end, line_of, reference::first_record, skip_bom};
 use wireload_storage::Table;
 
 use crate::error::{LoadError, Position};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
-use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET};
+use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
 use crate::pool::install;
 use crate::publish::{Appender, Published};
 use crate::source::{Block, Blocks, Input, Source};
@@ -61,6 +59,7 @@ pub(crate) fn load(
                 data,
                 start,
                 chunks: parse.chunker().chunks(data, start),
+                lines: None,
                 origin,
             };
             let (units, published) =
@@ -174,6 +173,7 @@ fn stream(
                 data: &w.block.bytes()[..w.cut],
                 start: w.start,
                 chunks: w.chunks,
+                lines: Some(w.lines),
                 origin: w.origin,
             };
             // parsed on the pool while the cutting thread prepares the next window
@@ -198,6 +198,8 @@ struct Window {
     cut: usize,
     /// Its chunks.
     chunks: Chunks,
+    /// The line ends before each chunk.
+    lines: Vec<u64>,
     /// Where it lies in the input.
     origin: Origin,
 }
@@ -260,8 +262,11 @@ impl Cutting {
                 lines,
                 whole: false,
             };
+            // counted once, for the next window's origin and this one's rows
+            let (chunk_lines, window_lines) =
+                chunk_lines(self.window.bytes(), self.start, &chunks.0);
             byte += cut as u64;
-            lines += line_ends(self.window.bytes(), 0..cut);
+            lines += window_lines;
             // the unparsed rest goes in front of the next block
             let rest = self.window.bytes()[cut..].to_vec();
             let window = Window {
@@ -269,6 +274,7 @@ impl Cutting {
                 start: self.start,
                 cut,
                 chunks,
+                lines: chunk_lines,
                 origin,
             };
             if tx.send(Ok(Some(window))).is_err() || self.eof {

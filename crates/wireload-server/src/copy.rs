@@ -5,10 +5,7 @@ use std::io::Write;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use wireload_load::{BLOCK_BYTES, Block, Feed, Filler, Recycler};
-
-/// Bytes per block handed to the loader.
-pub const COPY_BLOCK_BYTES: usize = BLOCK_BYTES;
+use wireload_load::{Block, Feed, Filler, Recycler};
 
 /// What travels from the connection to the loader.
 #[derive(Debug)]

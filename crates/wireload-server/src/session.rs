@@ -25,13 +25,13 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::DataRow;
 use tokio::sync::mpsc;
-use wireload_load::{LoadControl, LoadReport, Source};
+use wireload_load::{BLOCK_BYTES, LoadControl, LoadReport, Source};
 use wireload_sql::{
     CopyFrom, CopyPath, CopyTo, Database, InputFormat, PreparedStatement, SqlError, Statement,
     StatementOutput, TxStatement, parse_script,
 };
 
-use crate::copy::{COPY_BLOCK_BYTES, ChannelWriter, CopyFeed, CopySender};
+use crate::copy::{ChannelWriter, CopyFeed, CopySender};
 use crate::errors::{sql_error, user_error};
 use crate::server::Shared;
 use crate::types::{ColumnWriter, field_infos};
@@ -359,9 +359,9 @@ impl Connection {
             .table(&copy.table)
             .map(|t| t.def().schema.columns.len())
             .ok_or_else(|| sql_error(&SqlError::UndefinedTable(copy.table.clone())))?;
-        let capacity = (self.shared.settings.limits.copy_buffer_bytes / COPY_BLOCK_BYTES).max(1);
+        let capacity = (self.shared.settings.limits.copy_buffer_bytes / BLOCK_BYTES).max(1);
         let (tx, rx) = mpsc::channel(capacity);
-        let (sender, recycler) = CopySender::new(tx, COPY_BLOCK_BYTES);
+        let (sender, recycler) = CopySender::new(tx, BLOCK_BYTES);
         let source = Source::fed("STDIN", CopyFeed::new(rx), recycler);
         let ctl = LoadControl::default();
         self.shared.backends.start(self.pid(), &ctl);
