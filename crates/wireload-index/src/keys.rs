@@ -373,6 +373,27 @@ impl KeyEncoder {
     /// otherwise). Fails on a NULL in a column not declared nullable, an array of another
     /// type, or a decimal beyond its precision.
     pub fn encode(&self, columns: &[ArrayRef]) -> Result<Keys, KeyError> {
+        // dictionary-encoded columns (a table's stored chunks): keys are made of the values
+        if columns
+            .iter()
+            .any(|c| matches!(c.data_type(), DataType::Dictionary(_, _)))
+        {
+            let plain = columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match c.data_type() {
+                    DataType::Dictionary(_, value) => {
+                        arrow::compute::cast(c, value).map_err(|_| KeyError::TypeMismatch {
+                            column: i,
+                            declared: self.columns[i].ty.clone(),
+                            found: c.data_type().clone(),
+                        })
+                    }
+                    _ => Ok(c.clone()),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return self.encode(&plain);
+        }
         assert_eq!(
             columns.len(),
             self.columns.len(),

@@ -353,7 +353,13 @@ fn build_over(
     let built: Vec<Index> = (0..slots.len())
         .into_par_iter()
         .map(|slot| {
-            let batch = chunk(slot);
+            // keys are built from plain values
+            let plain =
+                wireload_storage::plain_batch(chunk(slot)).map_err(|e| LoadError::Mismatch {
+                    file: def.name.clone(),
+                    message: format!("cannot decode a dictionary column: {e}"),
+                })?;
+            let batch = &plain;
             indexes
                 .build(slot as u32, batch)
                 .map(|mut v| v.pop().expect("one index"))

@@ -11,6 +11,7 @@
 
 mod append;
 mod compact;
+mod dictionaries;
 mod error;
 mod hints;
 mod indexing;
@@ -26,6 +27,7 @@ mod task;
 
 pub use append::{append_batches, table_chunks};
 pub use compact::{compact, worth_compacting};
+pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};

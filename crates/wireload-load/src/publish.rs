@@ -18,6 +18,7 @@ use wireload_csv::{FieldBatch, ScanConfig, Scanner, line_of};
 use wireload_index::{EntryRef, Index};
 use wireload_storage::{RowId, Table, TableDef, TableVersion};
 
+use crate::dictionaries;
 use crate::error::{KeySite, LoadError};
 use crate::indexing::{BufferKeyError, LoadIndexes, rebuild_indexes, version_row};
 use crate::merge::{InsertMerge, chunk_merge, copy_merge};
@@ -614,6 +615,11 @@ impl<'t> Appender<'t> {
                 ));
             }
         };
+        let added = if def.has_dictionaries() {
+            dictionaries::encode(def, &mut merged.version, added)?
+        } else {
+            added
+        };
         merged.version.append(added);
         merged.version.indexes = indexes;
         merged.steps += 1;
@@ -645,7 +651,24 @@ impl<'t> Appender<'t> {
                 break;
             }
             drop(guard);
-            next = rebuild_indexes(def, now.with_appended(added.clone(), now.indexes.clone()))?;
+            next = if def.has_dictionaries() {
+                // encoded against this load's dictionaries: encoded again against theirs
+                let mut rebuilt =
+                    now.with_appended(vec![Vec::new(); added.len()], now.indexes.clone());
+                let plain = added
+                    .iter()
+                    .map(|p| p.iter().map(wireload_storage::plain_batch).collect())
+                    .collect::<Result<Vec<Vec<_>>, _>>()
+                    .map_err(|e| LoadError::Mismatch {
+                        file: self.file.clone(),
+                        message: format!("cannot decode a dictionary column: {e}"),
+                    })?;
+                let encoded = dictionaries::encode(def, &mut rebuilt, plain)?;
+                rebuilt.append(encoded);
+                rebuild_indexes(def, rebuilt)?
+            } else {
+                rebuild_indexes(def, now.with_appended(added.clone(), now.indexes.clone()))?
+            };
             built_on = now.number;
         }
         Ok(Published {

@@ -25,8 +25,10 @@ mod order;
 mod provider;
 mod scan;
 mod session;
+mod system;
 
 pub use order::{KeepInsertionOrder, ORDER_BUFFER_BYTES, OrderedCoalesceExec};
 pub use provider::{CatalogSchema, SnapshotTable};
 pub use scan::SnapshotScanExec;
 pub use session::{DEFAULT_CATALOG, DEFAULT_SCHEMA, new_session, new_sibling_session};
+pub use system::{SystemTable, SystemView};

@@ -15,6 +15,7 @@ use wireload_storage::{Catalog, Table};
 
 use crate::index::{self, IndexAccess};
 use crate::scan::SnapshotScanExec;
+use crate::system::{SystemTable, SystemView};
 
 /// A wireload table as a DataFusion table: every scan reads the snapshot current when it is
 /// planned. Filters an index of that snapshot can answer are pushed down (`Inexact`:
@@ -24,6 +25,9 @@ use crate::scan::SnapshotScanExec;
 #[derive(Debug)]
 pub struct SnapshotTable {
     table: Arc<Table>,
+    /// the types plans over this provider see (fixed when it is made: dictionary columns as
+    /// `Dictionary(UInt32, value)`); every scan hands its snapshot's columns over as these
+    schema: SchemaRef,
     index_pushdown: bool,
     index_fraction: f64,
 }
@@ -35,6 +39,7 @@ impl SnapshotTable {
     /// The provider for `table`.
     pub fn new(table: Arc<Table>) -> Self {
         SnapshotTable {
+            schema: table.snapshot().scan_schema(),
             table,
             index_pushdown: true,
             index_fraction: Self::DEFAULT_INDEX_FRACTION,
@@ -58,7 +63,7 @@ impl SnapshotTable {
 #[async_trait]
 impl TableProvider for SnapshotTable {
     fn schema(&self) -> SchemaRef {
-        std::sync::Arc::clone(&self.table.def().arrow_schema)
+        Arc::clone(&self.schema)
     }
 
     fn table_type(&self) -> TableType {
@@ -84,6 +89,7 @@ impl TableProvider for SnapshotTable {
         let exec = SnapshotScanExec::new(
             def,
             version,
+            Arc::clone(&self.schema),
             projection,
             limit,
             config.target_partitions(),
@@ -209,6 +215,10 @@ impl SchemaProvider for CatalogSchema {
         if let Some(t) = self.resolve(name) {
             return Ok(Some(Arc::new(SnapshotTable::new(t))));
         }
+        if let Some(view) = SystemView::named(name) {
+            let catalog = Arc::clone(&self.catalog);
+            return Ok(Some(Arc::new(SystemTable::new(view, catalog))));
+        }
         Ok(self
             .others
             .read()
@@ -246,6 +256,8 @@ impl SchemaProvider for CatalogSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.catalog.table(name).is_some() || self.has_other(name)
+        self.catalog.table(name).is_some()
+            || self.has_other(name)
+            || SystemView::named(name).is_some()
     }
 }

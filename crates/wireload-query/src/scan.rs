@@ -35,7 +35,7 @@ use datafusion::physical_plan::{
     PhysicalExpr, PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
     StatisticsArgs,
 };
-use wireload_storage::{Deletions, RowId, TableDef, TableVersion};
+use wireload_storage::{Deletions, RowId, TableDef, TableVersion, conform};
 
 use crate::index::IndexAccess;
 
@@ -117,14 +117,15 @@ impl SnapshotScanExec {
     pub fn new(
         def: Arc<TableDef>,
         version: Arc<TableVersion>,
+        table_schema: SchemaRef,
         projection: Option<&Vec<usize>>,
         limit: Option<usize>,
         target_partitions: usize,
         batch_size: usize,
     ) -> Result<Self> {
         let schema = match projection {
-            Some(p) => Arc::new(version.schema.project(p)?),
-            None => Arc::clone(&version.schema),
+            Some(p) => Arc::new(table_schema.project(p)?),
+            None => table_schema,
         };
         // chunks without live rows are left out
         let chunks: Vec<ScanChunk> = version
@@ -234,6 +235,7 @@ impl SnapshotScanExec {
             chunks: Arc::clone(&self.chunks),
             pieces: self.partitions[partition].clone(),
             projection,
+            schema: Arc::clone(&self.schema),
             next: 0,
             left: self.limit.unwrap_or(usize::MAX),
         })
@@ -357,6 +359,8 @@ struct Pieces {
     chunks: Arc<Vec<ScanChunk>>,
     pieces: Vec<Piece>,
     projection: Option<Vec<usize>>,
+    /// the types the plan expects (dictionary codes widened to them)
+    schema: SchemaRef,
     next: usize,
     left: usize,
 }
@@ -375,7 +379,10 @@ impl Iterator for Pieces {
                 continue;
             }
             let chunk = &self.chunks[p.chunk];
-            let batch = match chunk.read(p.offset, p.len, self.projection.as_deref()) {
+            let batch = match chunk
+                .read(p.offset, p.len, self.projection.as_deref())
+                .and_then(|b| Ok(conform(&b, &self.schema)?))
+            {
                 Ok(b) => b,
                 Err(e) => return Some(Err(e)),
             };
@@ -423,7 +430,10 @@ impl Gather {
             let indices = UInt32Array::from_iter_values(
                 self.rows[self.next..self.next + run].iter().map(|r| r.row),
             );
-            parts.push(take_record_batch(&chunk, &indices)?);
+            parts.push(conform(
+                &take_record_batch(&chunk, &indices)?,
+                &self.schema,
+            )?);
             self.next += run;
         }
         Ok(match parts.len() {
@@ -664,7 +674,7 @@ mod tests {
         target: usize,
         batch: usize,
     ) -> SnapshotScanExec {
-        SnapshotScanExec::new(def(), version(), projection, limit, target, batch).unwrap()
+        SnapshotScanExec::new(def(), version(), schema(), projection, limit, target, batch).unwrap()
     }
 
     async fn ids(exec: &SnapshotScanExec) -> Vec<Vec<i32>> {
@@ -776,8 +786,16 @@ mod tests {
         assert_eq!(v.num_rows(), want.len());
         for target in [1, 2, 3, 7] {
             for batch in [1, 4, 8192] {
-                let exec = SnapshotScanExec::new(def(), Arc::clone(&v), None, None, target, batch)
-                    .unwrap();
+                let exec = SnapshotScanExec::new(
+                    def(),
+                    Arc::clone(&v),
+                    schema(),
+                    None,
+                    None,
+                    target,
+                    batch,
+                )
+                .unwrap();
                 assert_eq!(ids(&exec).await.concat(), want, "{target} {batch}");
                 let stats = exec.statistics_of(None).unwrap();
                 assert_eq!(stats.num_rows, Precision::Exact(want.len()));
@@ -790,14 +808,15 @@ mod tests {
             }
         }
         // a limit counts live rows
-        let exec = SnapshotScanExec::new(def(), Arc::clone(&v), None, Some(15), 1, 8192).unwrap();
+        let exec = SnapshotScanExec::new(def(), Arc::clone(&v), schema(), None, Some(15), 1, 8192)
+            .unwrap();
         assert_eq!(ids(&exec).await.concat(), want[..15]);
     }
 
     #[tokio::test]
     async fn empty_table_has_one_empty_partition() {
         let v = Arc::new(TableVersion::empty(3, schema()));
-        let exec = SnapshotScanExec::new(def(), v, None, None, 8, 8192).unwrap();
+        let exec = SnapshotScanExec::new(def(), v, schema(), None, None, 8, 8192).unwrap();
         assert_eq!(ids(&exec).await, vec![Vec::<i32>::new()]);
         assert_eq!(
             exec.statistics_of(None).unwrap().num_rows,

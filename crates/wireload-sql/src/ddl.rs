@@ -5,11 +5,12 @@
 use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, CreateTableOptions, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
     HiveDistributionStyle, IndexColumn, IndexOption, IndexType, ObjectName, ObjectNamePart,
-    TableConstraint,
+    SqlOption, TableConstraint,
 };
-use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
+use wireload_storage::{Compression, IndexDef, IndexKind, Partitioning, TableDef, dictionary_type};
 use wireload_types::{ColumnDef, TableSchema};
 
+use crate::dialect::{WireloadDialect, compression_option};
 use crate::error::SqlError;
 use wireload_types::sql::{column_def, ident_name};
 
@@ -127,25 +128,46 @@ pub fn create_table(
                 .into(),
         ));
     }
+    let unsupported = || {
+        SqlError::NotSupported(
+            "unsupported CREATE TABLE clause; wireload accepts CREATE TABLE [IF NOT EXISTS] name \
+             (column type [NOT NULL] [COMPRESSION dictionary|plain|auto], ...) \
+             [WITH (COMPRESSION = dictionary|plain|auto)] [PARTITION BY HASH (column) PARTITIONS n]"
+                .into(),
+        )
+    };
     if ct.inherits.is_some()
         || ct.partition_of.is_some()
-        || ct.table_options != CreateTableOptions::None
         || ct.hive_distribution != HiveDistributionStyle::NONE
     {
-        return Err(SqlError::NotSupported(
-            "unsupported CREATE TABLE clause; wireload accepts CREATE TABLE [IF NOT EXISTS] name \
-             (column type [NOT NULL], ...) [PARTITION BY HASH (column) PARTITIONS n]"
-                .into(),
-        ));
+        return Err(unsupported());
     }
+    let table_compression = match &ct.table_options {
+        CreateTableOptions::None => None,
+        CreateTableOptions::With(options) => table_compression(options)?,
+        _ => return Err(unsupported()),
+    };
     let name = table_name(&ct.name)?;
-    let def = table_def(
+    let mut def = table_def(
         name,
         &ct.columns,
         &ct.constraints,
         ct.partition_by.as_deref(),
         partitions,
     )?;
+    if let Some(c) = table_compression {
+        // the table's setting for every column that did not name its own
+        let compression = ct
+            .columns
+            .iter()
+            .zip(&def.compression)
+            .map(|(col, &own)| match column_compression(col) {
+                Ok(Some(_)) => own,
+                _ => c,
+            })
+            .collect();
+        def = def.with_compression(compression)?;
+    }
     Ok(CreateTable {
         def,
         if_not_exists: ct.if_not_exists,
@@ -168,15 +190,26 @@ fn table_def(
         )));
     }
     let mut columns = Vec::with_capacity(column_defs.len());
+    let mut compression = Vec::with_capacity(column_defs.len());
     // constraints in declaration order
     let mut keys: Vec<KeySpec> = Vec::new();
     for col in column_defs {
         let (column, options) = column_def(col)?;
+        let own = column_compression(col)?;
+        if own == Some(Compression::Dictionary) && !dictionary_type(&column.ty) {
+            return Err(SqlError::InvalidOption(format!(
+                "column \"{}\": {} columns are stored plain; COMPRESSION dictionary is for \
+                 integers, decimals, dates, timestamps and text",
+                column.name, column.ty
+            )));
+        }
+        compression.push(own.unwrap_or_default());
         let col_name = column.name.clone();
         for opt in options {
             // `CONSTRAINT c PRIMARY KEY` on a column names the constraint
             let named = opt.name.as_ref().map(ident_name);
             match &opt.option {
+                ColumnOption::DialectSpecific(t) if compression_option(t).is_some() => {}
                 ColumnOption::PrimaryKey(pk) => keys.push(KeySpec {
                     name: named.or(pk.name.as_ref().map(ident_name)),
                     primary: true,
@@ -244,14 +277,67 @@ fn table_def(
         });
     }
     let partitioning = partitioning(&name, &columns, partition_by, partitions)?;
-    Ok(TableDef::new(name, TableSchema { columns }, partitioning)?.with_indexes(indexes)?)
+    Ok(TableDef::new(name, TableSchema { columns }, partitioning)?
+        .with_indexes(indexes)?
+        .with_compression(compression)?)
+}
+
+/// The `COMPRESSION name` a column definition gives, if any.
+fn column_compression(col: &ast::ColumnDef) -> Result<Option<Compression>, SqlError> {
+    let mut found = None;
+    for opt in &col.options {
+        if let ColumnOption::DialectSpecific(t) = &opt.option
+            && let Some(name) = compression_option(t)
+        {
+            if found.is_some() {
+                return Err(SqlError::InvalidOption(format!(
+                    "column \"{}\": COMPRESSION given twice",
+                    ident_name(&col.name)
+                )));
+            }
+            found = Some(name.parse().map_err(|e: String| {
+                SqlError::InvalidOption(format!("column \"{}\": {e}", ident_name(&col.name)))
+            })?);
+        }
+    }
+    Ok(found)
+}
+
+/// The `COMPRESSION = name` of a CREATE TABLE's `WITH (...)`; other options are refused.
+fn table_compression(options: &[SqlOption]) -> Result<Option<Compression>, SqlError> {
+    let mut found = None;
+    for o in options {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(SqlError::NotSupported(format!(
+                "WITH ({o}): the only table option is COMPRESSION = dictionary|plain|auto"
+            )));
+        };
+        if !key.value.eq_ignore_ascii_case("compression") {
+            return Err(SqlError::NotSupported(format!(
+                "WITH ({o}): the only table option is COMPRESSION = dictionary|plain|auto"
+            )));
+        }
+        let name = match value {
+            Expr::Identifier(i) => i.value.clone(),
+            Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            other => other.to_string(),
+        };
+        if found.is_some() {
+            return Err(SqlError::InvalidOption("COMPRESSION given twice".into()));
+        }
+        found = Some(name.parse().map_err(SqlError::InvalidOption)?);
+    }
+    Ok(found)
 }
 
 /// The table `name` with the elements of a CREATE TABLE's parenthesized list, given without
 /// the parentheses: columns, column constraints and table constraints, such as
 /// `id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, UNIQUE (name)`.
 pub fn parse_table(name: &str, elements: &str) -> Result<TableDef, SqlError> {
-    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let dialect = WireloadDialect::default();
     let mut p = datafusion::sql::sqlparser::parser::Parser::new(&dialect).try_with_sql(elements)?;
     let (mut columns, mut constraints) = (Vec::new(), Vec::new());
     loop {

@@ -94,8 +94,10 @@ fn scanned<'a>(
         }
         _ => return None,
     };
+    // tables with dictionary columns take DataFusion's path (key reads copy stored arrays)
+    let target = table(name).filter(|t| !t.def().has_dictionaries())?;
     Some(Scanned {
-        target: table(name)?,
+        target,
         qualifier: alias.unwrap_or(&scan.table_name),
         predicate: &filter.predicate,
     })

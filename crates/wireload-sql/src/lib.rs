@@ -24,6 +24,7 @@
 
 mod copy;
 mod ddl;
+mod dialect;
 mod dml;
 mod error;
 mod export;
@@ -178,7 +179,7 @@ impl PreparedStatement {
                 .returns
                 .clone()
                 .unwrap_or_else(|| Arc::new(arrow::datatypes::Schema::empty())),
-            plan => Arc::new(plan.schema().as_arrow().clone()),
+            plan => wireload_storage::plain_schema(plan.schema().as_arrow()),
         }
     }
 }
@@ -472,7 +473,7 @@ impl Database {
                     .await;
             }
             let df = self.ctx.execute_logical_plan(plan).await?;
-            let schema = Arc::new(df.schema().as_arrow().clone());
+            let schema = wireload_storage::plain_schema(df.schema().as_arrow());
             let batches = self.collect(df, ctl).await?;
             Ok(StatementOutput::Rows { schema, batches })
         };
@@ -808,6 +809,9 @@ impl Database {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
             WriteOp::Insert(InsertOp::Append) => {
+                if matches!(on_conflict, Some(OnConflict::Update(_))) {
+                    no_dictionary_update(&table)?;
+                }
                 let out = self
                     .insert(&table, dml, returning, on_conflict, ctl)
                     .await?;
@@ -818,6 +822,9 @@ impl Database {
                 Ok(out)
             }
             WriteOp::Update | WriteOp::Delete => {
+                if dml.op == WriteOp::Update {
+                    no_dictionary_update(&table)?;
+                }
                 let out = self.rewrite(&table, dml, returning, ctl).await?;
                 self.compact_later(&table);
                 Ok(out)
@@ -838,7 +845,7 @@ impl Database {
     ) -> Result<StatementOutput, SqlError> {
         let input = dml::nullable_values(Arc::unwrap_or_clone(dml.input))?;
         let df = self.ctx.execute_logical_plan(input).await?;
-        let schema = Arc::new(df.schema().as_arrow().clone());
+        let schema = wireload_storage::plain_schema(df.schema().as_arrow());
         let all = self.collect(df, ctl).await?;
         let skip_conflicts = match on_conflict {
             None => None,
@@ -1064,7 +1071,7 @@ impl Database {
         for _ in 0..ATTEMPTS {
             let base = table.snapshot();
             let df = self.ctx.execute_logical_plan(query.clone()).await?;
-            let schema = Arc::new(df.schema().as_arrow().clone());
+            let schema = wireload_storage::plain_schema(df.schema().as_arrow());
             let batches = self.collect(df, ctl).await?;
             let found = arrow::compute::concat_batches(&schema, &batches)?;
             let (new, keys) = if command == "UPDATE" {
@@ -1241,7 +1248,11 @@ impl Database {
         tokio::pin!(run);
         loop {
             tokio::select! {
-                result = &mut run => return Ok(result?),
+                // results leave the database plain: dictionary columns decoded
+                result = &mut run => return result?
+                    .iter()
+                    .map(|b| Ok(wireload_storage::plain_batch(b)?))
+                    .collect(),
                 () = tokio::time::sleep(CANCEL_POLL) => {
                     if cancel.load(std::sync::atomic::Ordering::SeqCst) {
                         return Err(SqlError::Cancelled);
@@ -1498,7 +1509,7 @@ impl Database {
                     DfStatement::Statement(Box::new(ast::Statement::Query(query.clone())));
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
                 let df = self.ctx.execute_logical_plan(plan).await?;
-                let schema = Arc::new(df.schema().as_arrow().clone());
+                let schema = wireload_storage::plain_schema(df.schema().as_arrow());
                 let batches = self.collect(df, ctl).await?;
                 ("query".to_string(), unload::Rows { schema, batches })
             }
@@ -1591,7 +1602,7 @@ impl Database {
             self.collect(df, ctl).await?;
             return Ok(StatementOutput::Done(tag));
         }
-        let schema = Arc::new(df.schema().as_arrow().clone());
+        let schema = wireload_storage::plain_schema(df.schema().as_arrow());
         let batches = self.collect(df, ctl).await?;
         Ok(StatementOutput::Rows { schema, batches })
     }
@@ -1679,6 +1690,19 @@ impl Database {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(out)
     }
+}
+
+/// Refuses an UPDATE of a table with dictionary columns (not built yet: updated values
+/// would have to be merged into the partitions' dictionaries).
+fn no_dictionary_update(table: &Table) -> Result<(), SqlError> {
+    if table.def().has_dictionaries() {
+        return Err(SqlError::NotSupported(format!(
+            "UPDATE of table \"{}\": it has dictionary-encoded columns (COMPRESSION \
+             dictionary or auto), which cannot be updated yet; INSERT, DELETE and COPY work",
+            table.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.

@@ -80,7 +80,7 @@ impl Parsed {
 
 /// Parses every statement of `sql` (separated by `;`; empty statements are dropped).
 pub fn parse_script(sql: &str) -> Result<Vec<Parsed>, SqlError> {
-    let dialect = PostgreSqlDialect {};
+    let dialect = crate::dialect::WireloadDialect::default();
     let mut df = DFParserBuilder::new(sql).with_dialect(&dialect).build()?;
     let lines = LineIndex::new(sql);
     let mut out = Vec::new();

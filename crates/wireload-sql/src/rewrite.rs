@@ -23,7 +23,7 @@ use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast;
 use wireload_load::LoadControl;
-use wireload_storage::{IndexDef, Partition, RowId, Table, TableDef, TableVersion};
+use wireload_storage::{IndexDef, Partition, RowId, Table, TableDef, TableVersion, plain_batch};
 
 use crate::error::SqlError;
 
@@ -489,6 +489,7 @@ fn update_in_place(
             schema: base.schema.clone(),
             partitions,
             indexes: base.indexes.clone(),
+            encodings: base.encodings.clone(),
         },
         rows,
         returned,
@@ -746,10 +747,11 @@ fn live_matches(
     part: &Partition,
     c: usize,
 ) -> Result<Option<BooleanArray>, SqlError> {
+    // the expressions are planned over the table's plain types
     let Some(deleted) = part.deletions(c) else {
-        return matches(predicate, &part.chunks[c]);
+        return matches(predicate, &plain_batch(&part.chunks[c])?);
     };
-    let Some(hits) = matches(predicate, &part.live_chunk(c)?)? else {
+    let Some(hits) = matches(predicate, &plain_batch(&part.live_chunk(c)?)?)? else {
         return Ok(None);
     };
     // back to the chunk's rows: live row i is the chunk's i-th set bit

@@ -25,7 +25,12 @@ pub(crate) struct Rows {
 pub(crate) fn table_rows(table: &Table, columns: Option<&[String]>) -> Result<Rows, SqlError> {
     let snapshot = table.snapshot();
     let schema = Arc::clone(&snapshot.schema);
-    let live = snapshot.live_chunks()?;
+    // unloaded plain: dictionary columns decoded
+    let live = snapshot
+        .live_chunks()?
+        .iter()
+        .map(wireload_storage::plain_batch)
+        .collect::<Result<Vec<_>, _>>()?;
     let Some(columns) = columns else {
         return Ok(Rows {
             schema,

@@ -13,11 +13,17 @@
 #![deny(missing_docs)]
 
 mod catalog;
+pub mod dictionary;
+mod encoding;
 mod index;
 mod table;
 mod version;
 
 pub use catalog::Catalog;
+pub use encoding::{
+    Compression, Encoding, column_bytes, conform, conform_array, dictionary_type, is_dictionary,
+    plain_batch, plain_schema, replace_columns, scan_type,
+};
 pub use index::{IndexDef, TableIndex};
 pub use table::{Partitioning, Table, TableDef, WriteGuard};
 pub use version::{Deletions, Partition, TableVersion};

@@ -7,6 +7,7 @@ use arrow::datatypes::SchemaRef;
 use wireload_types::TableSchema;
 
 use crate::StorageError;
+use crate::encoding::{Compression, Encoding};
 use crate::index::{IndexDef, TableIndex};
 use crate::version::TableVersion;
 
@@ -47,6 +48,8 @@ pub struct TableDef {
     pub arrow_schema: SchemaRef,
     /// Indexes declared with the table (PRIMARY KEY, UNIQUE); a version may hold more.
     pub indexes: Vec<IndexDef>,
+    /// The `COMPRESSION` of each column.
+    pub compression: Vec<Compression>,
 }
 
 impl TableDef {
@@ -85,11 +88,30 @@ impl TableDef {
         let arrow_schema = schema.arrow_schema();
         Ok(TableDef {
             name,
+            compression: vec![Compression::Plain; schema.columns.len()],
             schema,
             partitioning,
             arrow_schema,
             indexes: Vec::new(),
         })
+    }
+
+    /// This definition with column `i` stored as `compression[i]`.
+    pub fn with_compression(mut self, compression: Vec<Compression>) -> Result<Self, StorageError> {
+        if compression.len() != self.schema.columns.len() {
+            return Err(StorageError::InvalidDefinition(format!(
+                "{} COMPRESSION settings for {} columns",
+                compression.len(),
+                self.schema.columns.len()
+            )));
+        }
+        self.compression = compression;
+        Ok(self)
+    }
+
+    /// True when some column is (or may become) dictionary-encoded.
+    pub fn has_dictionaries(&self) -> bool {
+        self.compression.iter().any(|c| *c != Compression::Plain)
     }
 
     /// This definition with the indexes of its constraints; checks them.
@@ -125,9 +147,14 @@ impl TableDef {
             .schema
             .columns
             .iter()
-            .map(|c| {
+            .zip(&self.compression)
+            .map(|(c, compression)| {
                 let not_null = if c.nullable { "" } else { " NOT NULL" };
-                format!("    {} {}{not_null}", quote(&c.name), c.ty)
+                let stored = match compression {
+                    Compression::Plain => String::new(),
+                    other => format!(" COMPRESSION {other}"),
+                };
+                format!("    {} {}{not_null}{stored}", quote(&c.name), c.ty)
             })
             .collect();
         for ix in &self.indexes {
@@ -195,6 +222,13 @@ impl Table {
         let mut empty =
             TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
         empty.indexes = def.indexes.iter().cloned().map(TableIndex::empty).collect();
+        empty.encodings = def
+            .schema
+            .columns
+            .iter()
+            .zip(&def.compression)
+            .map(|(col, &c)| Encoding::of_column(&col.ty, c))
+            .collect();
         Table {
             def: Arc::new(def),
             current: RwLock::new(Arc::new(empty)),

@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use arrow::array::BooleanArray;
+use arrow::array::{ArrayRef, BooleanArray};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
+use crate::encoding::{Encoding, column_bytes, scan_type};
 use crate::index::TableIndex;
 
 /// The rows deleted from one chunk: a bitmap of its live rows (a published deletion
@@ -55,6 +56,10 @@ pub struct Partition {
     pub chunks: Vec<RecordBatch>,
     /// The deletions of chunk `i` at `i`; a chunk past the end, or `None`, has none.
     pub deleted: Vec<Option<Arc<Deletions>>>,
+    /// The dictionary of column `i` at `i` (sorted, duplicate-free: code order is value
+    /// order), shared by the dictionary arrays of every chunk; a column past the end, or
+    /// `None`, has none.
+    pub dictionaries: Vec<Option<ArrayRef>>,
 }
 
 impl Partition {
@@ -63,7 +68,32 @@ impl Partition {
         Partition {
             chunks,
             deleted: Vec::new(),
+            dictionaries: Vec::new(),
         }
+    }
+
+    /// The dictionary of column `column`, when it has one.
+    pub fn dictionary(&self, column: usize) -> Option<&ArrayRef> {
+        self.dictionaries.get(column).and_then(Option::as_ref)
+    }
+
+    /// Sets the dictionary of column `column`.
+    pub fn set_dictionary(&mut self, column: usize, dictionary: ArrayRef) {
+        if self.dictionaries.len() <= column {
+            self.dictionaries.resize(column + 1, None);
+        }
+        self.dictionaries[column] = Some(dictionary);
+    }
+
+    /// Bytes in memory of column `column`: every chunk's array, and the dictionary once.
+    pub fn column_bytes(&self, column: usize) -> usize {
+        self.chunks
+            .iter()
+            .map(|b| column_bytes(b.column(column)))
+            .sum::<usize>()
+            + self
+                .dictionary(column)
+                .map_or(0, |d| d.to_data().get_slice_memory_size().unwrap_or(0))
     }
 
     /// Rows in this partition (deleted rows not counted).
@@ -140,18 +170,65 @@ pub struct TableVersion {
     pub partitions: Vec<Partition>,
     /// Indexes over exactly these rows (constraint indexes first, in definition order).
     pub indexes: Vec<TableIndex>,
+    /// How each column is stored; a dictionary column's chunks hold dictionary arrays (of
+    /// their partition's code width) where `schema` says the value type.
+    pub encodings: Vec<Encoding>,
 }
 
 impl TableVersion {
-    /// Version 0: `partitions` empty partitions.
+    /// Version 0: `partitions` empty partitions, every column plain.
     pub fn empty(partitions: usize, schema: SchemaRef) -> Self {
         TableVersion {
             number: 0,
             content: 0,
+            encodings: vec![Encoding::Plain; schema.fields().len()],
             schema,
             partitions: vec![Partition::default(); partitions],
             indexes: Vec::new(),
         }
+    }
+
+    /// The schema scans hand to queries ([`scan_type`] of each column).
+    pub fn scan_schema(&self) -> SchemaRef {
+        if !self.encodings.contains(&Encoding::Dictionary) {
+            return Arc::clone(&self.schema);
+        }
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .zip(&self.encodings)
+            .map(|(f, &e)| {
+                let ty = scan_type(f.data_type(), e);
+                f.as_ref().clone().with_data_type(ty)
+            })
+            .collect();
+        Arc::new(Schema::new_with_metadata(
+            fields,
+            self.schema.metadata().clone(),
+        ))
+    }
+
+    /// True when some column is dictionary-encoded.
+    pub fn has_dictionaries(&self) -> bool {
+        self.encodings.contains(&Encoding::Dictionary)
+    }
+
+    /// Bytes in memory of column `column` over every partition.
+    pub fn column_bytes(&self, column: usize) -> usize {
+        self.partitions.iter().map(|p| p.column_bytes(column)).sum()
+    }
+
+    /// Entries of column `column`'s dictionaries, summed over the partitions (None for a
+    /// column without dictionaries).
+    pub fn dictionary_entries(&self, column: usize) -> Option<usize> {
+        (self.encodings.get(column) == Some(&Encoding::Dictionary)).then(|| {
+            self.partitions
+                .iter()
+                .filter_map(|p| p.dictionary(column))
+                .map(|d| d.len())
+                .sum()
+        })
     }
 
     /// Total rows.
@@ -192,6 +269,7 @@ impl TableVersion {
             schema: self.schema.clone(),
             partitions: self.partitions.clone(),
             indexes,
+            encodings: self.encodings.clone(),
         };
         next.append(added);
         next
@@ -227,6 +305,7 @@ impl TableVersion {
                 .iter()
                 .map(|i| TableIndex::empty((*i.def).clone()))
                 .collect(),
+            encodings: self.encodings.clone(),
         }
     }
 

@@ -449,7 +449,14 @@ fn write_export(
             let report = crate::ipc::write_arrow_file(
                 &path,
                 &snapshot.schema,
-                &partition.live_chunks().map_err(UnloadError::from)?,
+                &partition
+                    .live_chunks()
+                    .and_then(|c| {
+                        c.iter()
+                            .map(wireload_storage::plain_batch)
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .map_err(UnloadError::from)?,
                 compression,
                 &ctl.cancel,
             )

@@ -78,11 +78,18 @@ pub fn tpch(args: &BenchTpchArgs, threads: Option<usize>, workers: usize) -> Res
     for run in 1..=args.runs {
         let engine = Engine::new(threads)?;
         let export: PathBuf = work.path().join(format!("export-{run}"));
-        let report = cycle::run(&engine, &tables, &export, !args.no_keys, &mut |line| {
-            if !args.json {
-                eprintln!("  {line}");
-            }
-        })
+        let report = cycle::run(
+            &engine,
+            &tables,
+            &export,
+            !args.no_keys,
+            args.compression,
+            &mut |line| {
+                if !args.json {
+                    eprintln!("  {line}");
+                }
+            },
+        )
         .with_context(|| format!("run {run}"))?;
         std::fs::remove_dir_all(&export)
             .with_context(|| format!("cannot remove {}", export.display()))?;
@@ -119,6 +126,7 @@ pub fn tpch(args: &BenchTpchArgs, threads: Option<usize>, workers: usize) -> Res
             "sf": if args.data.is_some() { serde_json::Value::Null } else { json!(args.sf) },
             "threads": workers,
             "primary_keys": !args.no_keys,
+            "compression": args.compression.to_string(),
             "csv_bytes": csv_bytes,
             "unload_bytes": reports[0].unload.bytes,
             "runs": reports.iter().map(CycleReport::json).collect::<Vec<_>>(),

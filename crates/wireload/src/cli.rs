@@ -113,6 +113,10 @@ pub struct TableArg {
     pub path: PathBuf,
 }
 
+fn parse_compression(s: &str) -> Result<wireload_storage::Compression, String> {
+    s.parse()
+}
+
 fn parse_table_arg(s: &str) -> Result<TableArg, String> {
     match s.split_once('=') {
         Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(TableArg {
@@ -135,6 +139,9 @@ pub struct SqlArgs {
     /// Make every column VARCHAR, named from the header (or column1..n without one).
     #[arg(long, conflicts_with = "schemas")]
     pub all_varchar: bool,
+    /// How columns without their own COMPRESSION are stored: plain (default), dictionary or auto.
+    #[arg(long, value_name = "STORAGE", value_parser = parse_compression)]
+    pub compression: Option<wireload_storage::Compression>,
     /// The first line is a header.
     #[arg(long, overrides_with = "no_header")]
     pub header: bool,
@@ -282,6 +289,9 @@ pub struct BenchTpchArgs {
     /// Declare the tables without their primary keys (no indexes are built while loading).
     #[arg(long)]
     pub no_keys: bool,
+    /// How every column is stored: plain (default), dictionary or auto.
+    #[arg(long, value_name = "STORAGE", value_parser = parse_compression, default_value = "plain")]
+    pub compression: wireload_storage::Compression,
 }
 
 /// Data generators.

@@ -11,6 +11,7 @@ use arrow::record_batch::RecordBatch;
 use serde_json::{Value, json};
 use wireload_load::{Dialect, LoadOptions, LoadReport, Source};
 use wireload_sql::{DropTable, Export, Import, Statement, StatementOutput};
+use wireload_storage::Compression;
 
 use crate::engine::{Engine, Loader};
 use crate::queries::{TPCH_QUERIES, TpchQuery};
@@ -77,6 +78,11 @@ pub struct CycleReport {
     pub unload: Phase,
     /// IMPORT DATABASE after dropping every table.
     pub reload: Phase,
+    /// Each table's bytes in memory after the load (`wireload_tables.bytes`, indexes
+    /// included) and its indexes' share.
+    pub memory: Vec<(String, u64, u64)>,
+    /// How each column was stored after the load: table, column, storage, bytes.
+    pub storage: Vec<(String, String, String, u64)>,
 }
 
 impl CycleReport {
@@ -100,6 +106,17 @@ impl CycleReport {
                 "rows": t.rows,
                 "bytes": t.bytes,
                 "seconds": t.seconds,
+            })).collect::<Vec<_>>(),
+            "memory": self.memory.iter().map(|(t, bytes, index)| json!({
+                "table": t,
+                "bytes": bytes,
+                "index_bytes": index,
+            })).collect::<Vec<_>>(),
+            "storage": self.storage.iter().map(|(t, c, s, bytes)| json!({
+                "table": t,
+                "column": c,
+                "storage": s,
+                "bytes": bytes,
             })).collect::<Vec<_>>(),
             "queries": self.queries.iter().map(|q| json!({
                 "query": q.query.number,
@@ -169,10 +186,12 @@ pub fn run(
     tables: &[GeneratedTable],
     export_dir: &Path,
     keys: bool,
+    compression: Compression,
     log: &mut dyn FnMut(String),
 ) -> Result<CycleReport> {
     for def in tpch::schema(keys)? {
-        engine.create_table(def)?;
+        let all = vec![compression; def.schema.columns.len()];
+        engine.create_table(def.with_compression(all)?)?;
     }
     // load: COPY t FROM 'path' WITH (FORMAT csv, DELIMITER '|')
     let options = LoadOptions {
@@ -197,6 +216,7 @@ pub fn run(
         bytes: loads.iter().map(|r| r.bytes).sum(),
         rows: loads.iter().map(|r| r.rows).sum(),
     };
+    let (memory, storage) = memory(engine);
     // work
     let started = Instant::now();
     let mut queries = Vec::with_capacity(TPCH_QUERIES.len());
@@ -267,7 +287,35 @@ pub fn run(
         query_phase,
         unload,
         reload,
+        memory,
+        storage,
     })
+}
+
+/// Bytes in memory per table, and per column with its storage.
+#[allow(clippy::type_complexity)]
+fn memory(engine: &Engine) -> (Vec<(String, u64, u64)>, Vec<(String, String, String, u64)>) {
+    let catalog = engine.catalog();
+    let (mut tables, mut columns) = (Vec::new(), Vec::new());
+    for name in catalog.table_names() {
+        let Some(t) = catalog.table(&name) else {
+            continue;
+        };
+        let v = t.snapshot();
+        let mut data = 0u64;
+        for (c, col) in t.def().schema.columns.iter().enumerate() {
+            let bytes = v.column_bytes(c) as u64;
+            data += bytes;
+            let storage = match v.dictionary_entries(c) {
+                Some(n) => format!("dictionary ({n})"),
+                None => v.encodings[c].name().to_string(),
+            };
+            columns.push((name.clone(), col.name.clone(), storage, bytes));
+        }
+        let index: u64 = v.indexes.iter().map(|i| i.index.heap_bytes() as u64).sum();
+        tables.push((name, data + index, index));
+    }
+    (tables, columns)
 }
 
 /// The message of a statement that returns no rows.

@@ -79,7 +79,14 @@ pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
     );
     println!("queries; unload: EXPORT DATABASE (Arrow IPC, LZ4); reload: IMPORT DATABASE\n");
     let export_dir = temp.path().join("export");
-    let report = cycle::run(engine, &tables, &export_dir, true, &mut |_| {})?;
+    let report = cycle::run(
+        engine,
+        &tables,
+        &export_dir,
+        true,
+        wireload_storage::Compression::Plain,
+        &mut |_| {},
+    )?;
 
     println!(
         "  {:<10} {:>13} {:>10} {:>8} {:>9}",

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use wireload_load::{Dialect, LoadOptions, ScanMode, Source};
 use wireload_sql::StatementOutput;
-use wireload_storage::{Partitioning, TableDef};
+use wireload_storage::{Compression, Partitioning, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::cli::{EngineArg, ModeArg, SqlArgs};
@@ -177,6 +177,18 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         Some(EngineArg::Cpu) | None => Loader::Cpu,
     };
     for (table, def) in args.tables.iter().zip(definitions(args, &dialect)?) {
+        let def = match args.compression {
+            Some(c) => {
+                // the flag's storage for every column that named none of its own
+                let compression = def
+                    .compression
+                    .iter()
+                    .map(|&own| if own == Compression::Plain { c } else { own })
+                    .collect();
+                def.with_compression(compression)?
+            }
+            None => def,
+        };
         let name = def.name.clone();
         engine
             .create_table(def)

@@ -202,24 +202,30 @@ fn describe(engine: &Engine, name: &str) -> Option<String> {
             .table(name)
             .or_else(|| catalog.table(&name.to_lowercase())),
     }?;
+    let snapshot = table.snapshot();
     let rows = table
         .def()
         .schema
         .columns
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
+            let storage = match snapshot.dictionary_entries(i) {
+                Some(n) => format!("dictionary ({n} entries)"),
+                None => snapshot.encodings[i].name().to_string(),
+            };
             vec![
                 c.name.clone(),
                 c.ty.to_string(),
                 if c.nullable { "" } else { "NOT NULL" }.to_string(),
+                storage,
             ]
         })
         .collect();
-    let snapshot = table.snapshot();
     let rows_text = format!("table \"{}\", {} rows", table.name(), snapshot.num_rows());
     let mut out = format!(
         "{rows_text}\n{}",
-        render::text_table(&["column", "type", "null"], rows, &[])
+        render::text_table(&["column", "type", "null", "storage"], rows, &[])
     );
     if !snapshot.indexes.is_empty() {
         let schema = &table.def().schema;

@@ -296,6 +296,18 @@ fn compare(
 
 #[test]
 fn tpch_queries_match_duckdb_at_sf_0_01() {
+    tpch_queries_match_duckdb("plain");
+}
+
+/// The same answers from dictionary-encoded tables (every column) and from `auto` storage.
+#[test]
+fn tpch_queries_match_duckdb_on_dictionary_and_auto_storage() {
+    tpch_queries_match_duckdb("dictionary");
+    tpch_queries_match_duckdb("auto");
+}
+
+/// Runs the 22 queries on tables stored as `compression` says and compares the answers.
+fn tpch_queries_match_duckdb(compression: &str) {
     let started = Instant::now();
     let dir = TempDir::new().unwrap();
     let data = dir.path();
@@ -322,6 +334,7 @@ fn tpch_queries_match_duckdb_at_sf_0_01() {
             .unwrap_or_else(|e| panic!("Q{n}: no answer file: {e}"));
         let mut cmd = wireload();
         cmd.args(["sql", "--delimiter", "|", "--format", "csv"]);
+        cmd.args(["--compression", compression]);
         for (name, columns) in &tables {
             cmd.arg("--table")
                 .arg(format!(
@@ -337,7 +350,7 @@ fn tpch_queries_match_duckdb_at_sf_0_01() {
         let elapsed = t.elapsed();
         if !out.status.success() {
             failures.push(format!(
-                "Q{n} failed: {}",
+                "Q{n} ({compression}) failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
             continue;
@@ -345,15 +358,20 @@ fn tpch_queries_match_duckdb_at_sf_0_01() {
         let actual = parse_csv(&String::from_utf8(out.stdout).unwrap());
         let errors = compare(query, &actual, &parse_csv(&expected));
         eprintln!(
-            "Q{n}: {} rows in {:.3} s{}",
+            "Q{n} ({compression}): {} rows in {:.3} s{}",
             actual.1.len(),
             elapsed.as_secs_f64(),
             if errors.is_empty() { "" } else { ", DIFFERS" }
         );
-        failures.extend(errors.into_iter().map(|e| format!("Q{n}: {e}")));
+        failures.extend(
+            errors
+                .into_iter()
+                .map(|e| format!("Q{n} ({compression}): {e}")),
+        );
     }
     eprintln!(
-        "22 TPC-H queries at SF 0.01 in {:.1} s (data generation included)",
+        "22 TPC-H queries at SF 0.01 on {compression} storage in {:.1} s (data generation \
+         included)",
         started.elapsed().as_secs_f64()
     );
     assert!(

@@ -1,0 +1,352 @@
+//! Dictionary storage (`COMPRESSION dictionary | plain | auto`): tables answer exactly as
+//! plain ones, through loads that grow the dictionaries, INSERT, DELETE, indexes, unload
+//! and failed loads; `auto` decides per column; the system views tell what was decided.
+
+mod common;
+
+use std::fmt::Write as _;
+
+use common::{db, fail, lit, query, run, srow};
+use wireload_sql::{Database, StatementOutput};
+
+/// Columns of every type, with NULLs allowed.
+const COLUMNS: &str = "id INT, s SMALLINT, b BIGINT, r REAL, d DOUBLE, m DECIMAL(10,2), \
+                       day DATE, ts TIMESTAMP, v VARCHAR(20), t TEXT, f BOOLEAN";
+
+/// CSV rows `from..to` over the columns: values repeat (a few distinct per column), with
+/// NULLs, empty strings, non-ASCII text and float edge cases.
+fn csv(from: usize, to: usize, distinct: usize) -> String {
+    let texts = ["", "é", "Z", "z", "a b", "\u{10FFFF}", "\"q\"", "ä"];
+    let floats = [
+        "-0",
+        "0",
+        "1.5",
+        "-1e30",
+        "Infinity",
+        "-Infinity",
+        "NaN",
+        "2.25",
+    ];
+    let mut out = String::new();
+    for i in from..to {
+        let k = i % distinct;
+        let null = |col: usize| (i + col).is_multiple_of(13);
+        let mut cells: Vec<String> = vec![
+            i.to_string(),
+            ((k as i64 * 37) % 1000 - 500).to_string(),
+            (k as i64 * 1_000_003 - 7).to_string(),
+            floats[k % floats.len()].to_string(),
+            floats[(k + 3) % floats.len()].to_string(),
+            format!("{}.{:02}", k as i64 - 50, k % 100),
+            format!("20{:02}-0{}-1{}", k % 30, 1 + k % 9, k % 10),
+            format!("2024-01-0{} 10:00:0{}.{}", 1 + k % 9, k % 10, k),
+            format!("\"v{}{}\"", k, texts[k % texts.len()].replace('"', "\"\"")),
+            format!("\"{}\"", texts[(k * 3) % texts.len()].replace('"', "\"\"")),
+            ["true", "false"][k % 2].to_string(),
+        ];
+        for (c, cell) in cells.iter_mut().enumerate().skip(1) {
+            if null(c) {
+                cell.clear();
+            }
+        }
+        writeln!(out, "{}", cells.join(",")).unwrap();
+    }
+    out
+}
+
+/// Writes `text` to a new file in `dir` and returns its path as a SQL literal.
+fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    lit(path.to_str().unwrap())
+}
+
+/// The storage `wireload_columns` shows for each column of `table`, with dictionary entries.
+async fn storage(db: &Database, table: &str) -> Vec<(String, String, Option<String>)> {
+    query(
+        db,
+        &format!(
+            "SELECT column_name, storage, dictionary_entries FROM wireload_columns \
+             WHERE table_name = '{table}'"
+        ),
+    )
+    .await
+    .into_iter()
+    .map(|r| (r[0].clone().unwrap(), r[1].clone().unwrap(), r[2].clone()))
+    .collect()
+}
+
+async fn ok(db: &Database, sql: &str) {
+    run(db, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+#[tokio::test]
+async fn dictionary_tables_answer_as_plain_ones() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    let first = file(&dir, "first.csv", &csv(0, 3000, 200));
+    // the second load brings new values in the middle of every dictionary, past 256 entries
+    let second = file(&dir, "second.csv", &csv(3000, 9000, 700));
+    ok(&db, &format!("CREATE TABLE p ({COLUMNS})")).await;
+    ok(
+        &db,
+        &format!("CREATE TABLE q ({COLUMNS}) WITH (COMPRESSION = dictionary)"),
+    )
+    .await;
+    for t in ["p", "q"] {
+        ok(&db, &format!("COPY {t} FROM {first}")).await;
+    }
+    let small = storage(&db, "q").await;
+    // floats and booleans stay plain
+    for (column, s, _) in &small {
+        let plain = ["r", "d", "f"].contains(&column.as_str());
+        assert_eq!(s, if plain { "plain" } else { "dictionary" }, "{small:?}");
+    }
+    for t in ["p", "q"] {
+        ok(&db, &format!("COPY {t} FROM {second}")).await;
+    }
+    let grown = storage(&db, "q").await;
+    let entries = |cols: &[(String, String, Option<String>)], name: &str| -> usize {
+        cols.iter()
+            .find(|c| c.0 == name)
+            .unwrap()
+            .2
+            .as_ref()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(entries(&small, "id"), 3000);
+    assert_eq!(entries(&grown, "id"), 9000);
+    assert_eq!(entries(&grown, "b"), 700);
+    assert_eq!(entries(&grown, "v"), 700);
+    assert!(
+        storage(&db, "p")
+            .await
+            .iter()
+            .all(|(_, s, e)| s == "plain" && e.is_none())
+    );
+
+    let same = [
+        "SELECT * FROM {t}",
+        "SELECT * FROM {t} WHERE v > 'v5' AND t <> 'é' AND day BETWEEN '2005-01-01' AND '2020-12-31'",
+        "SELECT v, count(*), min(m), max(ts), sum(b) FROM {t} GROUP BY v ORDER BY v",
+        "SELECT t, count(*) FROM {t} WHERE t IS NOT NULL GROUP BY t ORDER BY t",
+        "SELECT r, d, count(*) FROM {t} GROUP BY r, d ORDER BY r, d",
+        "SELECT id, s FROM {t} WHERE s < -100 OR m >= 3.5 ORDER BY s DESC, id LIMIT 50",
+        "SELECT f, count(*) FROM {t} GROUP BY f ORDER BY f",
+        "SELECT count(DISTINCT day), min(v), max(t) FROM {t} WHERE f",
+        "SELECT x.id, y.v FROM {t} x JOIN p y ON x.b = y.b AND x.id = y.id WHERE x.id % 97 = 0 ORDER BY x.id",
+        "SELECT upper(v) || t, day + 1, m * 2 FROM {t} WHERE id < 20",
+    ];
+    for sql in same {
+        let plain = query(&db, &sql.replace("{t}", "p")).await;
+        let dict = query(&db, &sql.replace("{t}", "q")).await;
+        assert!(!plain.is_empty(), "{sql}");
+        assert_eq!(plain, dict, "{sql}");
+    }
+    // results leave the database plain
+    let out = run(&db, "SELECT v, b FROM q LIMIT 1").await.unwrap();
+    let Some(StatementOutput::Rows { schema, batches }) = out.last() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        schema.field(0).data_type(),
+        &arrow::datatypes::DataType::Utf8
+    );
+    assert_eq!(
+        batches[0].schema().field(1).data_type(),
+        &arrow::datatypes::DataType::Int64
+    );
+
+    // unloaded as a plain table's
+    let (a, b) = (dir.path().join("p.csv"), dir.path().join("q.csv"));
+    ok(&db, &format!("COPY p TO {}", lit(a.to_str().unwrap()))).await;
+    ok(&db, &format!("COPY q TO {}", lit(b.to_str().unwrap()))).await;
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+    // smaller in memory
+    let bytes = query(
+        &db,
+        "SELECT table_name, bytes FROM wireload_tables WHERE table_name IN ('p', 'q') \
+         ORDER BY table_name",
+    )
+    .await;
+    let n = |r: &Vec<Option<String>>| r[1].as_ref().unwrap().parse::<usize>().unwrap();
+    assert!(n(&bytes[1]) < n(&bytes[0]), "{bytes:?}");
+}
+
+#[tokio::test]
+async fn insert_delete_and_indexes_work_on_dictionary_tables() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    let data = file(&dir, "a.csv", &csv(0, 5000, 300));
+    ok(
+        &db,
+        &format!("CREATE TABLE q ({COLUMNS}, PRIMARY KEY (id)) WITH (COMPRESSION = dictionary)"),
+    )
+    .await;
+    ok(&db, &format!("COPY q FROM {data}")).await;
+    // a duplicate key against the table's rows is found, and nothing changes
+    let dup = file(&dir, "dup.csv", &csv(4999, 5001, 300));
+    let e = fail(&db, &format!("COPY q FROM {dup}")).await;
+    assert!(e.contains("4999"), "{e}");
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM q").await,
+        vec![srow(&["5000"])]
+    );
+    ok(
+        &db,
+        "INSERT INTO q (id, v, t, b) VALUES (6000, 'new middle', 'é', 1), (6001, 'v1é', NULL, 2)",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT id, v, t FROM q WHERE id >= 6000 ORDER BY id").await,
+        vec![
+            vec![
+                Some("6000".into()),
+                Some("new middle".into()),
+                Some("é".into())
+            ],
+            vec![Some("6001".into()), Some("v1é".into()), None],
+        ]
+    );
+    ok(&db, "DELETE FROM q WHERE v = 'new middle' OR id < 100").await;
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM q").await,
+        vec![srow(&["4901"])]
+    );
+    // an index built over dictionary columns, used by a lookup
+    ok(&db, "CREATE INDEX qv ON q (v)").await;
+    let by_index = query(&db, "SELECT count(*) FROM q WHERE v = 'v2Z'").await;
+    let by_scan = query(&db, "SELECT count(*) FROM q WHERE v || '' = 'v2Z'").await;
+    assert_eq!(by_index, by_scan);
+    assert_ne!(by_index, vec![srow(&["0"])]);
+    // UPDATE is refused clearly, and changes nothing
+    let e = fail(&db, "UPDATE q SET v = 'x' WHERE id = 201").await;
+    assert!(e.contains("dictionary"), "{e}");
+    assert_eq!(
+        query(&db, "SELECT v FROM q WHERE id = 201").await,
+        vec![srow(&["v201é"])]
+    );
+}
+
+#[tokio::test]
+async fn failed_loads_leave_dictionaries_and_codes_unchanged() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    let good = file(&dir, "good.csv", &csv(0, 4000, 250));
+    ok(
+        &db,
+        &format!("CREATE TABLE q ({COLUMNS}) WITH (COMPRESSION = dictionary)"),
+    )
+    .await;
+    ok(&db, &format!("COPY q FROM {good}")).await;
+    let before = (
+        storage(&db, "q").await,
+        query(&db, "SELECT * FROM q").await,
+        query(&db, "SELECT * FROM wireload_tables").await,
+    );
+    // new values everywhere, and a bad date on the last line
+    let mut bad = csv(4000, 9000, 900);
+    bad.push_str("9000,1,1,1,1,1,2024-02-30,,,,\n");
+    let bad = file(&dir, "bad.csv", &bad);
+    let e = fail(&db, &format!("COPY q FROM {bad}")).await;
+    assert!(e.contains("2024-02-30"), "{e}");
+    let after = (
+        storage(&db, "q").await,
+        query(&db, "SELECT * FROM q").await,
+        query(&db, "SELECT * FROM wireload_tables").await,
+    );
+    assert!(before == after, "a failed load changed the table");
+}
+
+#[tokio::test]
+async fn auto_decides_per_column_and_the_syntax_is_checked() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..30_000 {
+        writeln!(
+            text,
+            "{i},{},{}",
+            ["AIR", "MAIL", "SHIP", "RAIL"][i % 4],
+            i * 7919 % 100_003
+        )
+        .unwrap();
+    }
+    ok(
+        &db,
+        "CREATE TABLE a (id BIGINT, mode TEXT COMPRESSION plain, mode2 TEXT, r INT) \
+         WITH (COMPRESSION = auto)",
+    )
+    .await;
+    ok(
+        &db,
+        "CREATE TABLE b (id BIGINT, mode TEXT COMPRESSION dictionary, r INT)",
+    )
+    .await;
+    assert_eq!(
+        storage(&db, "a").await,
+        vec![
+            ("id".into(), "auto (undecided)".into(), None),
+            ("mode".into(), "plain".into(), None),
+            ("mode2".into(), "auto (undecided)".into(), None),
+            ("r".into(), "auto (undecided)".into(), None),
+        ]
+    );
+    // a few rows are not enough to decide
+    ok(&db, "INSERT INTO a VALUES (1, 'AIR', 'AIR', 1)").await;
+    assert_eq!(storage(&db, "a").await[2].1, "auto (undecided)");
+    ok(&db, "TRUNCATE a").await;
+    let mut with_both = String::new();
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split(',').collect();
+        writeln!(
+            with_both,
+            "{},{},{},{}",
+            cells[0], cells[1], cells[1], cells[2]
+        )
+        .unwrap();
+    }
+    let both = file(&dir, "both.csv", &with_both);
+    ok(&db, &format!("COPY a FROM {both}")).await;
+    let decided = storage(&db, "a").await;
+    assert_eq!(decided[0].1, "plain", "unique ids stay plain: {decided:?}");
+    assert_eq!(decided[1].1, "plain", "declared plain: {decided:?}");
+    assert_eq!(
+        decided[2],
+        ("mode2".into(), "dictionary".into(), Some("4".into()))
+    );
+    assert_eq!(
+        decided[3].1, "plain",
+        "30,000 distinct of 30,000: {decided:?}"
+    );
+    assert_eq!(storage(&db, "b").await[1].1, "dictionary");
+    assert_eq!(
+        query(
+            &db,
+            "SELECT mode2, count(*) FROM a GROUP BY mode2 ORDER BY mode2"
+        )
+        .await,
+        vec![
+            srow(&["AIR", "7500"]),
+            srow(&["MAIL", "7500"]),
+            srow(&["RAIL", "7500"]),
+            srow(&["SHIP", "7500"]),
+        ]
+    );
+    // bad settings are refused
+    let e = fail(&db, "CREATE TABLE c (x INT COMPRESSION zstd)").await;
+    assert!(e.contains("zstd") && e.contains("dictionary"), "{e}");
+    let e = fail(&db, "CREATE TABLE c (x REAL COMPRESSION dictionary)").await;
+    assert!(e.contains("stored plain"), "{e}");
+    let e = fail(&db, "CREATE TABLE c (x INT) WITH (fillfactor = 70)").await;
+    assert!(e.contains("COMPRESSION"), "{e}");
+    let e = fail(
+        &db,
+        "CREATE TABLE c (x INT COMPRESSION dictionary COMPRESSION plain)",
+    )
+    .await;
+    assert!(e.contains("twice"), "{e}");
+}
