@@ -12,7 +12,9 @@ The issue's bars: `auto` holds lineitem in <= 60% of plain's memory (column data
 primary-key index is the same in both and reported apart), loads lineitem at >= 60% of
 plain's throughput, and runs the 22 queries no slower in total than plain.
 
-    bench/.venv/bin/python bench/storage.py --data /dev/shm/wl-sf1 --runs 3 --out bench/RESULTS.md
+    bench/.venv/bin/python bench/widegen.py --rows 200000 --out /dev/shm/wl-wide
+    bench/.venv/bin/python bench/storage.py --data /dev/shm/wl-sf1 --wide /dev/shm/wl-wide \
+        --runs 3 --out bench/RESULTS.md
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -49,6 +52,28 @@ def run_once(binary: str, data: Path, work: Path, storage: str, threads: int) ->
     return json.loads(out.stdout)["runs"][0]
 
 
+LOADED = re.compile(r"loaded (\d+) rows into \S+, ([0-9.]+) MB in ([0-9.]+) s \(.*merge ([0-9.]+) s")
+
+
+def run_wide(binary: str, wide: Path, storage: str, threads: int) -> dict:
+    """Loads the wide table on `storage` with `wireload sql`: seconds, merge seconds, bytes."""
+    columns = (wide / "wide.columns").read_text().strip()
+    cmd = [
+        binary, "--threads", str(threads), "sql", "--table", f"wide={wide / 'wide.csv'}",
+        "--schema", columns, "--compression", storage, "--format", "csv",
+        "SELECT bytes - index_bytes AS data, (SELECT count(*) FROM wireload_columns "
+        "WHERE storage = 'dictionary') AS dictionary_columns FROM wireload_tables",
+    ]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    m = LOADED.search(out.stderr)
+    if not m:
+        raise SystemExit(f"no load report in: {out.stderr[-500:]}")
+    data, dictionary_columns = out.stdout.strip().splitlines()[1].split(",")
+    return {"seconds": float(m.group(3)), "merge_seconds": float(m.group(4)),
+            "csv_mb": float(m.group(2)), "rows": int(m.group(1)), "bytes": int(data),
+            "dictionary_columns": int(dictionary_columns)}
+
+
 def mb(n: float) -> str:
     return f"{n / 1e6:.1f}"
 
@@ -61,30 +86,38 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--wireload", default="target/release/wireload")
     ap.add_argument("--work", type=Path, default=Path("/dev/shm/wl-storage-work"))
     ap.add_argument("--out", type=Path, help="write the section into this RESULTS.md")
+    ap.add_argument("--raw", type=Path, help="also write every run's figures as JSON here")
+    ap.add_argument("--wide", type=Path, help="also load the wide table of bench/widegen.py in DIR")
     args = ap.parse_args(argv)
 
     csv_bytes = sum(p.stat().st_size for p in args.data.glob("*.tbl"))
     started = dt.datetime.now(dt.timezone.utc)
     before = loadavg()
     runs: dict[str, list[dict]] = {s: [] for s in STORAGES}
+    wide: dict[str, list[dict]] = {s: [] for s in STORAGES}
     for rep in range(1, args.runs + 1):
         for storage in STORAGES:
+            if args.wide:
+                touch_memory(2 * (args.wide / "wide.csv").stat().st_size)
+                wide[storage].append(run_wide(args.wireload, args.wide, storage, args.threads))
             touch_memory(2 * csv_bytes)
             r = run_once(args.wireload, args.data, args.work, storage, args.threads)
             runs[storage].append(r)
-            phases = {p["name"]: p["seconds"] for p in r["phases"]}
+            phases = {p["phase"]: p["seconds"] for p in r["phases"]}
             print(
                 f"rep {rep} {storage:<10} load {phases['load']:.3f} s, "
                 f"queries {phases['queries']:.3f} s",
                 file=sys.stderr,
             )
     ended = dt.datetime.now(dt.timezone.utc)
+    if args.raw:
+        args.raw.write_text(json.dumps({"runs": runs, "wide": wide}))
 
     def med(storage: str, f) -> float:
         return statistics.median(f(r) for r in runs[storage])
 
     def phase(name: str):
-        return lambda r: next(p["seconds"] for p in r["phases"] if p["name"] == name)
+        return lambda r: next(p["seconds"] for p in r["phases"] if p["phase"] == name)
 
     def table_load(table: str):
         return lambda r: next(t["seconds"] for t in r["tables"] if t["table"] == table)
@@ -110,7 +143,11 @@ def main(argv: list[str]) -> int:
     add(f"- Data: {args.data}, 8 tables, {mb(csv_bytes)} MB of CSV; {args.threads} threads; "
         f"primary keys declared; {args.runs} interleaved repetitions, each a fresh process; medians")
     add("- Each repetition is `wireload bench tpch --runs 1 --compression S`: load, 22 queries, "
-        "unload, reload; memory is read right after the load\n")
+        "unload, reload; memory is read right after the load. The merge step of a load "
+        "(after the chunks are parsed and deserialized) places the chunks, merges the "
+        "primary-key index and, for dictionary columns, sorts the fragment dictionaries, "
+        "merges them per partition and encodes the codes: its time against the whole load's "
+        "is the cost split (parse and deserialize = load - merge step)\n")
     add("### Load and queries (median seconds; ratio to plain)\n")
     add("| | " + " | ".join(STORAGES) + " |")
     add("| --- |" + " ---: |" * len(STORAGES))
@@ -125,6 +162,8 @@ def main(argv: list[str]) -> int:
 
     row("load, 8 tables (s)", phase("load"))
     row("load, lineitem (s)", table_load("lineitem"))
+    row("  of which the merge step (s)", lambda r: next(
+        t["merge_seconds"] for t in r["tables"] if t["table"] == "lineitem"))
     row("lineitem throughput (MB/s)", lambda r: lineitem_csv / 1e6 / table_load("lineitem")(r),
         fmt=lambda v: f"{v:.0f}")
     row("22 queries (s)", phase("queries"))
@@ -165,6 +204,28 @@ def main(argv: list[str]) -> int:
     for i, q in enumerate(first["queries"]):
         row(f"Q{q['query']}", lambda r, i=i: r["queries"][i]["seconds"])
     add("")
+    if args.wide:
+        w0 = wide["plain"][0]
+        ncols = len((args.wide / "wide.columns").read_text().split(","))
+        add(f"### The wide table: {w0['rows']} rows, {ncols} columns, {w0['csv_mb']:.1f} MB "
+            "(bench/widegen.py; median of the repetitions; ratio to plain)\n")
+        add("| | " + " | ".join(STORAGES) + " |")
+        add("| --- |" + " ---: |" * len(STORAGES))
+
+        def wrow(name, f, fmt):
+            base = statistics.median(f(r) for r in wide["plain"])
+            cells = []
+            for s in STORAGES:
+                v = statistics.median(f(r) for r in wide[s])
+                cells.append(fmt(v) + (f" ({v / base:.2f}×)" if s != "plain" and base else ""))
+            add(f"| {name} | " + " | ".join(cells) + " |")
+
+        wrow("load (s)", lambda r: r["seconds"], lambda v: f"{v:.3f}")
+        wrow("  of which the merge step (s)", lambda r: r["merge_seconds"], lambda v: f"{v:.3f}")
+        wrow("throughput (MB/s)", lambda r: r["csv_mb"] / r["seconds"], lambda v: f"{v:.0f}")
+        wrow("memory (MB)", lambda r: r["bytes"], mb)
+        wrow("dictionary columns", lambda r: r["dictionary_columns"], lambda v: f"{v:.0f}")
+        add("")
     li = lambda s: med(s, table_bytes("lineitem"))  # noqa: E731
     tp = lambda s: med(s, lambda r: 1 / table_load("lineitem")(r))  # noqa: E731
     qs = lambda s: med(s, phase("queries"))  # noqa: E731

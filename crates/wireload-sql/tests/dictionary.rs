@@ -165,6 +165,24 @@ async fn dictionary_tables_answer_as_plain_ones() {
     ok(&db, &format!("COPY q TO {}", lit(b.to_str().unwrap()))).await;
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
+    // exported and imported: the same rows, stored the same way
+    let rows = query(&db, "SELECT * FROM q").await;
+    let stored = storage(&db, "q").await;
+    let export = dir.path().join("export");
+    ok(
+        &db,
+        &format!("EXPORT DATABASE {}", lit(export.to_str().unwrap())),
+    )
+    .await;
+    ok(&db, "DROP TABLE p, q").await;
+    ok(
+        &db,
+        &format!("IMPORT DATABASE {}", lit(export.to_str().unwrap())),
+    )
+    .await;
+    assert_eq!(query(&db, "SELECT * FROM q").await, rows);
+    assert_eq!(storage(&db, "q").await, stored);
+
     // smaller in memory
     let bytes = query(
         &db,

@@ -106,6 +106,7 @@ impl CycleReport {
                 "rows": t.rows,
                 "bytes": t.bytes,
                 "seconds": t.seconds,
+                "merge_seconds": t.merge_seconds,
             })).collect::<Vec<_>>(),
             "memory": self.memory.iter().map(|(t, bytes, index)| json!({
                 "table": t,
