@@ -100,6 +100,21 @@ pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<
     indexing::create_index(table, index)
 }
 
+/// `version` with the dictionary columns of every chunk encoded (chunks a write replaced
+/// with plain columns merged into their partitions' dictionaries, which re-encodes the
+/// partition when a dictionary grows). Runs parallel work: call it before taking the
+/// table's writer lock.
+pub fn encode_dictionaries(
+    def: &wireload_storage::TableDef,
+    mut version: wireload_storage::TableVersion,
+) -> Result<wireload_storage::TableVersion, LoadError> {
+    if def.has_dictionaries() {
+        let none = vec![Vec::new(); version.partitions.len()];
+        dictionaries::encode(def, &mut version, none)?;
+    }
+    Ok(version)
+}
+
 /// `version` with each of its indexes built anew over its rows, in parallel (for writes
 /// that replace chunks: UPDATE, DELETE). Fails when a unique key is duplicated or NULL.
 pub fn rebuild_indexes(

@@ -822,9 +822,6 @@ impl Database {
                 Ok(out)
             }
             WriteOp::Update | WriteOp::Delete => {
-                if dml.op == WriteOp::Update {
-                    no_dictionary_update(&table)?;
-                }
                 let out = self.rewrite(&table, dml, returning, ctl).await?;
                 self.compact_later(&table);
                 Ok(out)
@@ -1692,13 +1689,13 @@ impl Database {
     }
 }
 
-/// Refuses an UPDATE of a table with dictionary columns (not built yet: updated values
-/// would have to be merged into the partitions' dictionaries).
+/// Refuses `ON CONFLICT DO UPDATE` into a table with dictionary columns (not built yet).
 fn no_dictionary_update(table: &Table) -> Result<(), SqlError> {
     if table.def().has_dictionaries() {
         return Err(SqlError::NotSupported(format!(
-            "UPDATE of table \"{}\": it has dictionary-encoded columns (COMPRESSION \
-             dictionary or auto), which cannot be updated yet; INSERT, DELETE and COPY work",
+            "INSERT ... ON CONFLICT DO UPDATE into table \"{}\": it has dictionary-encoded \
+             columns (COMPRESSION dictionary or auto), which it cannot update yet; UPDATE, \
+             INSERT, DELETE and COPY work",
             table.name()
         )));
     }

@@ -27,14 +27,18 @@ use crate::rewrite::remove_entries;
 /// `current` with the writes the transaction made to `private` (its copy of `base`)
 /// replayed on it, numbered after both; `None` on a conflict: another write since `base`
 /// deleted or changed a row the transaction wrote or took a key it inserted, or changed the
-/// table's layout (a compaction, TRUNCATE) or indexes.
+/// table's layout (a compaction, TRUNCATE) or indexes; and always for a table with
+/// dictionary columns.
 pub(crate) fn rebase(
     def: &Arc<TableDef>,
     base: &TableVersion,
     private: &TableVersion,
     current: &TableVersion,
 ) -> Result<Option<TableVersion>, SqlError> {
-    if index_defs(base) != index_defs(private)
+    // a write to a dictionary table may re-encode whole partitions: its rows are not
+    // replayed on another write's codes (the later committer retries)
+    if def.has_dictionaries()
+        || index_defs(base) != index_defs(private)
         || index_defs(base) != index_defs(current)
         || !same_layout(base, private)
         || !same_layout(base, current)

@@ -434,7 +434,8 @@ fn update_in_place(
                 continue;
             };
             let chunk = &base.partitions[p].chunks[c];
-            let old = filter_record_batch(chunk, &mask)?;
+            // the expressions are planned over plain values
+            let old = plain_batch(&filter_record_batch(chunk, &mask)?)?;
             let new = new_values(values, &old)?;
             // checked and converted like any row entering the table; the partitioning
             // column did not change, so every row stays in partition `p`
@@ -463,14 +464,22 @@ fn update_in_place(
                     }
                 })
                 .collect();
-            let mut columns = chunk.columns().to_vec();
+            // a dictionary column comes out plain: merged into its dictionary below
+            let mut columns = Vec::with_capacity(changed.len());
             for &col in changed {
-                columns[col] = arrow::compute::interleave(
-                    &[chunk.column(col).as_ref(), converted.column(col).as_ref()],
-                    &at,
+                let before = wireload_storage::conform_array(
+                    chunk.column(col),
+                    def.arrow_schema.field(col).data_type(),
                 )?;
+                columns.push((
+                    col,
+                    arrow::compute::interleave(
+                        &[before.as_ref(), converted.column(col).as_ref()],
+                        &at,
+                    )?,
+                ));
             }
-            partitions[p].chunks[c] = RecordBatch::try_new(chunk.schema(), columns)?;
+            partitions[p].chunks[c] = wireload_storage::replace_columns(chunk, columns)?;
             rows += old.num_rows() as u64;
             returned.push(converted.clone());
         }
@@ -482,15 +491,21 @@ fn update_in_place(
             returned,
         });
     }
+    let version = TableVersion {
+        number: base.number + 1,
+        content: base.content,
+        schema: base.schema.clone(),
+        partitions,
+        indexes: base.indexes.clone(),
+        encodings: base.encodings.clone(),
+    };
+    let version =
+        wireload_load::encode_dictionaries(def, version).map_err(|error| SqlError::Load {
+            table: def.name.clone(),
+            error,
+        })?;
     Ok(Written {
-        version: TableVersion {
-            number: base.number + 1,
-            content: base.content,
-            schema: base.schema.clone(),
-            partitions,
-            indexes: base.indexes.clone(),
-            encodings: base.encodings.clone(),
-        },
+        version,
         rows,
         returned,
     })
@@ -610,7 +625,10 @@ pub(crate) fn replace(
             let Some(mask) = mask else {
                 continue;
             };
-            matched.push(filter_record_batch(&base.partitions[p].chunks[c], &mask)?);
+            matched.push(plain_batch(&filter_record_batch(
+                &base.partitions[p].chunks[c],
+                &mask,
+            )?)?);
             next.partitions[p].delete(c, mask.values());
             deleted.push((p, c, mask));
         }
@@ -712,6 +730,16 @@ fn new_values(
     let columns = values
         .iter()
         .map(|e| e.evaluate(old).and_then(|v| v.into_array(old.num_rows())))
+        .collect::<Result<Vec<_>, _>>()?;
+    // a value cast to a dictionary column's scan type enters the table as a plain value
+    let columns = columns
+        .iter()
+        .map(|c| match c.data_type() {
+            arrow::datatypes::DataType::Dictionary(_, value) => {
+                wireload_storage::conform_array(c, value)
+            }
+            _ => Ok(Arc::clone(c)),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     unconverted_rows(old.schema_ref(), columns)
 }

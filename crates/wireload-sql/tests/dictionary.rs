@@ -1,6 +1,6 @@
 //! Dictionary storage (`COMPRESSION dictionary | plain | auto`): tables answer exactly as
-//! plain ones, through loads that grow the dictionaries, INSERT, DELETE, indexes, unload
-//! and failed loads; `auto` decides per column; the system views tell what was decided.
+//! plain ones, through loads that grow the dictionaries, INSERT, UPDATE, DELETE, indexes,
+//! unload and failed loads; `auto` decides per column; the system views tell what was decided.
 
 mod common;
 
@@ -195,7 +195,7 @@ async fn dictionary_tables_answer_as_plain_ones() {
 }
 
 #[tokio::test]
-async fn insert_delete_and_indexes_work_on_dictionary_tables() {
+async fn insert_update_delete_and_indexes_work_on_dictionary_tables() {
     let db = db(2);
     let dir = tempfile::tempdir().unwrap();
     let data = file(&dir, "a.csv", &csv(0, 5000, 300));
@@ -240,12 +240,52 @@ async fn insert_delete_and_indexes_work_on_dictionary_tables() {
     let by_scan = query(&db, "SELECT count(*) FROM q WHERE v || '' = 'v2Z'").await;
     assert_eq!(by_index, by_scan);
     assert_ne!(by_index, vec![srow(&["0"])]);
-    // UPDATE is refused clearly, and changes nothing
-    let e = fail(&db, "UPDATE q SET v = 'x' WHERE id = 201").await;
+    // UPDATE in place (a new smallest value re-encodes the partition) and with new keys
+    ok(
+        &db,
+        "UPDATE q SET v = 'A new first', m = m + 1 WHERE id = 201",
+    )
+    .await;
+    assert_eq!(
+        query(&db, "SELECT v, m FROM q WHERE id = 201").await,
+        query(&db, "SELECT 'A new first', m FROM q WHERE id = 201").await,
+    );
+    assert_eq!(
+        query(&db, "SELECT min(v) FROM q").await,
+        vec![srow(&["A new first"])]
+    );
+    ok(
+        &db,
+        "UPDATE q SET id = id + 100000, t = 'moved' WHERE id BETWEEN 300 AND 310",
+    )
+    .await;
+    assert_eq!(
+        query(
+            &db,
+            "SELECT count(*), min(id), max(t) FROM q WHERE id > 100000"
+        )
+        .await,
+        vec![srow(&["11", "100300", "moved"])]
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM q").await,
+        vec![srow(&["4901"])]
+    );
+    let stored = storage(&db, "q").await;
+    assert!(
+        stored.iter().any(|(c, s, _)| c == "v" && s == "dictionary"),
+        "{stored:?}"
+    );
+    // ON CONFLICT DO UPDATE is refused clearly, and changes nothing
+    let e = fail(
+        &db,
+        "INSERT INTO q (id, v) VALUES (201, 'x') ON CONFLICT (id) DO UPDATE SET v = 'y'",
+    )
+    .await;
     assert!(e.contains("dictionary"), "{e}");
     assert_eq!(
         query(&db, "SELECT v FROM q WHERE id = 201").await,
-        vec![srow(&["v201é"])]
+        vec![srow(&["A new first"])]
     );
 }
 
