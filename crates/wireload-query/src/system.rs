@@ -70,10 +70,7 @@ impl SystemView {
                 let (mut names, mut rows, mut bytes, mut index) = (vec![], vec![], vec![], vec![]);
                 for t in &tables {
                     let v = t.snapshot();
-                    let data: usize = (0..v.schema.fields().len())
-                        .map(|c| v.column_bytes(c))
-                        .sum();
-                    let ix: usize = v.indexes.iter().map(|i| i.index.heap_bytes()).sum();
+                    let (data, ix) = (v.data_bytes(), v.index_bytes());
                     names.push(t.name().to_string());
                     rows.push(v.num_rows() as i64);
                     bytes.push((data + ix) as i64);

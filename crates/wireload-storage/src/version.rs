@@ -219,6 +219,26 @@ impl TableVersion {
         self.partitions.iter().map(|p| p.column_bytes(column)).sum()
     }
 
+    /// Bytes in memory of every column (dictionaries counted once per partition).
+    pub fn data_bytes(&self) -> usize {
+        (0..self.schema.fields().len())
+            .map(|c| self.column_bytes(c))
+            .sum()
+    }
+
+    /// Bytes in memory of the indexes.
+    pub fn index_bytes(&self) -> usize {
+        self.indexes.iter().map(|i| i.index.heap_bytes()).sum()
+    }
+
+    /// How column `column` is stored, for people: `plain`, `dictionary (N entries)`, ...
+    pub fn storage_label(&self, column: usize) -> String {
+        match self.dictionary_entries(column) {
+            Some(n) => format!("dictionary ({n} entries)"),
+            None => self.encodings[column].name().to_string(),
+        }
+    }
+
     /// Entries of column `column`'s dictionaries, summed over the partitions (None for a
     /// column without dictionaries).
     pub fn dictionary_entries(&self, column: usize) -> Option<usize> {

@@ -303,18 +303,12 @@ fn memory(engine: &Engine) -> (Vec<(String, u64, u64)>, Vec<(String, String, Str
             continue;
         };
         let v = t.snapshot();
-        let mut data = 0u64;
         for (c, col) in t.def().schema.columns.iter().enumerate() {
             let bytes = v.column_bytes(c) as u64;
-            data += bytes;
-            let storage = match v.dictionary_entries(c) {
-                Some(n) => format!("dictionary ({n})"),
-                None => v.encodings[c].name().to_string(),
-            };
-            columns.push((name.clone(), col.name.clone(), storage, bytes));
+            columns.push((name.clone(), col.name.clone(), v.storage_label(c), bytes));
         }
-        let index: u64 = v.indexes.iter().map(|i| i.index.heap_bytes() as u64).sum();
-        tables.push((name, data + index, index));
+        let index = v.index_bytes() as u64;
+        tables.push((name, v.data_bytes() as u64 + index, index));
     }
     (tables, columns)
 }

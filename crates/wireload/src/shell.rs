@@ -210,15 +210,11 @@ fn describe(engine: &Engine, name: &str) -> Option<String> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let storage = match snapshot.dictionary_entries(i) {
-                Some(n) => format!("dictionary ({n} entries)"),
-                None => snapshot.encodings[i].name().to_string(),
-            };
             vec![
                 c.name.clone(),
                 c.ty.to_string(),
                 if c.nullable { "" } else { "NOT NULL" }.to_string(),
-                storage,
+                snapshot.storage_label(i),
             ]
         })
         .collect();
