@@ -77,7 +77,7 @@ impl Cmp {
 /// What filters say about the values of one column, in the column's type. NULL never
 /// satisfies a constraint.
 #[derive(Debug, Clone, PartialEq)]
-enum Constraint {
+pub(crate) enum Constraint {
     /// The column equals one of these values (distinct, ascending); none: no row matches.
     In(Vec<ScalarValue>),
     /// The column lies between the bounds.
@@ -302,9 +302,11 @@ fn column_of(expr: &Expr, schema: &Schema) -> Option<(usize, DataType)> {
     lossless(&from, to).then(|| (i, to.clone()))
 }
 
-/// The value of a literal, possibly cast.
+/// The value of a literal, possibly cast (a dictionary literal's value: comparing a
+/// dictionary column compares its values).
 fn literal_of(expr: &Expr) -> Option<ScalarValue> {
     match expr {
+        Expr::Literal(ScalarValue::Dictionary(_, v), _) => Some(v.as_ref().clone()),
         Expr::Literal(v, _) => Some(v.clone()),
         Expr::Cast(c) => literal_of(&c.expr)?.cast_to(c.field.data_type()).ok(),
         Expr::TryCast(c) => literal_of(&c.expr)?.cast_to(c.field.data_type()).ok(),
@@ -547,7 +549,7 @@ fn scalar_of(t: &DataType, v: i128) -> Option<ScalarValue> {
 }
 
 /// The constraints of all `filters` on each column, intersected.
-fn constraints<'a>(
+pub(crate) fn constraints<'a>(
     filters: impl IntoIterator<Item = &'a Expr>,
     schema: &Schema,
 ) -> BTreeMap<usize, Constraint> {
@@ -556,6 +558,13 @@ fn constraints<'a>(
         atoms(f, schema, &mut out);
     }
     merge(out)
+}
+
+/// The columns `filter` constrains (conjuncts of other shapes left out).
+pub(crate) fn constrained_columns(filter: &Expr, schema: &Schema) -> Vec<usize> {
+    let mut out = Vec::new();
+    atoms(filter, schema, &mut out);
+    out.into_iter().map(|a| a.column).collect()
 }
 
 fn merge(atoms: impl IntoIterator<Item = Atom>) -> BTreeMap<usize, Constraint> {

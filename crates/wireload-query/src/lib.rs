@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod codes;
 mod index;
 mod order;
 mod provider;

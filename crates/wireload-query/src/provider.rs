@@ -13,6 +13,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use wireload_storage::{Catalog, Table};
 
+use crate::codes;
 use crate::index::{self, IndexAccess};
 use crate::scan::SnapshotScanExec;
 use crate::system::{SystemTable, SystemView};
@@ -97,7 +98,7 @@ impl TableProvider for SnapshotTable {
         )?;
         Ok(match access {
             Some(access) => Arc::new(exec.with_index(access, self.index_fraction)),
-            None => Arc::new(exec),
+            None => Arc::new(exec.with_code_filters(filters)),
         })
     }
 
@@ -105,19 +106,26 @@ impl TableProvider for SnapshotTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        if !self.index_pushdown {
-            return Ok(vec![
-                TableProviderFilterPushDown::Unsupported;
-                filters.len()
-            ]);
-        }
-        // DataFusion keeps filtering the rows: an index only narrows what is read
+        // DataFusion keeps filtering the rows: an index or a code test only narrows what is
+        // read
         let version = self.table.snapshot();
-        Ok(index::pushdown(
-            &self.table.def().arrow_schema,
-            &version,
-            filters,
-        ))
+        let schema = &self.table.def().arrow_schema;
+        let by_index = if self.index_pushdown {
+            index::pushdown(schema, &version, filters)
+        } else {
+            vec![TableProviderFilterPushDown::Unsupported; filters.len()]
+        };
+        let by_codes = codes::pushdown(schema, &version, filters);
+        Ok(by_index
+            .into_iter()
+            .zip(by_codes)
+            .map(|(index, codes)| match index {
+                TableProviderFilterPushDown::Unsupported if codes => {
+                    TableProviderFilterPushDown::Inexact
+                }
+                other => other,
+            })
+            .collect())
     }
 
     async fn insert_into(

@@ -26,9 +26,12 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{ColumnStatistics, Statistics};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
@@ -37,6 +40,7 @@ use datafusion::physical_plan::{
 };
 use wireload_storage::{Deletions, RowId, TableDef, TableVersion, conform};
 
+use crate::codes::{self, PartitionTests};
 use crate::index::IndexAccess;
 
 /// A row range of one chunk: the unit of work spread over output partitions.
@@ -49,11 +53,13 @@ struct Piece {
     live: usize,
 }
 
-/// A chunk of the snapshot and its deletions (rows skipped when read).
+/// A chunk of the snapshot, its deletions and the code tests of its partition (rows
+/// skipped when read).
 #[derive(Debug, Clone)]
 struct ScanChunk {
     batch: RecordBatch,
     deleted: Option<Arc<Deletions>>,
+    tests: Arc<PartitionTests>,
 }
 
 impl ScanChunk {
@@ -65,19 +71,39 @@ impl ScanChunk {
         }
     }
 
-    /// Rows `offset..offset + len`, projected, without the deleted ones.
-    fn read(&self, offset: usize, len: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
+    /// Rows `offset..offset + len`, projected, without the deleted ones and the ones that
+    /// fail a code test; also the number of rows the code tests dropped.
+    fn read(
+        &self,
+        offset: usize,
+        len: usize,
+        projection: Option<&[usize]>,
+    ) -> Result<(RecordBatch, usize)> {
         let batch = self.batch.slice(offset, len);
+        let mut keep = self.deleted.as_ref().map(|d| d.live().slice(offset, len));
+        let mut dropped = 0;
+        for (column, codes) in self.tests.iter() {
+            let Some(pass) = codes.test(batch.column(*column).as_ref()) else {
+                continue;
+            };
+            let before = keep.as_ref().map_or(len, |k| k.count_set_bits());
+            let both = match keep {
+                Some(k) => &k & &pass,
+                None => pass,
+            };
+            dropped += before - both.count_set_bits();
+            keep = Some(both);
+        }
         let batch = match projection {
             Some(cols) => batch.project(cols)?,
             None => batch,
         };
-        Ok(match &self.deleted {
-            None => batch,
-            Some(d) => filter_record_batch(
-                &batch,
-                &BooleanArray::new(d.live().slice(offset, len), None),
-            )?,
+        Ok(match keep {
+            Some(k) if k.count_set_bits() < len => (
+                filter_record_batch(&batch, &BooleanArray::new(k, None))?,
+                dropped,
+            ),
+            _ => (batch, dropped),
         })
     }
 }
@@ -105,6 +131,9 @@ pub struct SnapshotScanExec {
     partitions: Arc<Vec<Vec<Piece>>>,
     limit: Option<usize>,
     batch_size: usize,
+    target_partitions: usize,
+    /// columns tested on codes, and partitions skipped because no code passes
+    code_tests: Option<(Vec<usize>, usize)>,
     index: Option<Arc<IndexProbe>>,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
@@ -127,27 +156,12 @@ impl SnapshotScanExec {
             Some(p) => Arc::new(table_schema.project(p)?),
             None => table_schema,
         };
-        // chunks without live rows are left out
-        let chunks: Vec<ScanChunk> = version
-            .partitions
-            .iter()
-            .flat_map(|p| {
-                p.chunks.iter().enumerate().map(|(c, batch)| ScanChunk {
-                    batch: batch.clone(),
-                    deleted: p.deletions(c).cloned(),
-                })
-            })
-            .filter(|c| c.batch.num_rows() > c.deleted.as_ref().map_or(0, |d| d.deleted()))
-            .collect();
+        let tests = vec![Arc::new(PartitionTests::new()); version.partitions.len()];
+        let chunks = scan_chunks(&version, &tests);
         let batch_size = batch_size.max(1);
         let partitions = spread(&chunks, target_partitions, batch_size);
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
-            Partitioning::UnknownPartitioning(partitions.len()),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
         Ok(SnapshotScanExec {
+            properties: properties_of(&schema, partitions.len()),
             def,
             version,
             chunks: Arc::new(chunks),
@@ -156,10 +170,37 @@ impl SnapshotScanExec {
             partitions: Arc::new(partitions),
             limit,
             batch_size,
+            target_partitions,
+            code_tests: None,
             index: None,
             metrics: ExecutionPlanMetricsSet::new(),
-            properties: Arc::new(properties),
         })
+    }
+
+    /// This scan dropping the rows of dictionary columns whose codes fail `filters` (see
+    /// [`codes`]; filters it cannot test on codes are ignored, DataFusion filters again) and
+    /// skipping partitions where none can pass.
+    pub(crate) fn with_code_filters(mut self, filters: &[Expr]) -> Self {
+        let tests = codes::plan(&self.def.arrow_schema, &self.version, filters);
+        let mut columns: Vec<usize> = tests.iter().flatten().map(|(c, _)| *c).collect();
+        if columns.is_empty() {
+            return self;
+        }
+        columns.sort_unstable();
+        columns.dedup();
+        let skipped = tests
+            .iter()
+            .zip(&self.version.partitions)
+            .filter(|(t, p)| p.num_rows() > 0 && t.iter().any(|(_, codes)| codes.is_empty()))
+            .count();
+        let tests: Vec<Arc<PartitionTests>> = tests.into_iter().map(Arc::new).collect();
+        let chunks = scan_chunks(&self.version, &tests);
+        let partitions = spread(&chunks, self.target_partitions, self.batch_size);
+        self.properties = properties_of(&self.schema, partitions.len());
+        self.chunks = Arc::new(chunks);
+        self.partitions = Arc::new(partitions);
+        self.code_tests = Some((columns, skipped));
+        self
     }
 
     /// This scan reading the rows `access` selects, when they are at most `fraction` (0 to
@@ -238,6 +279,9 @@ impl SnapshotScanExec {
             schema: Arc::clone(&self.schema),
             next: 0,
             left: self.limit.unwrap_or(usize::MAX),
+            code_dropped: self.code_tests.as_ref().map(|_| {
+                MetricBuilder::new(&self.metrics).counter("code_filtered_rows", partition)
+            }),
         })
     }
 
@@ -260,6 +304,11 @@ impl SnapshotScanExec {
             let bound = probe.access.points.unwrap_or(all_rows).min(all_rows);
             return Ok(Statistics::new_unknown(&self.schema)
                 .with_num_rows(Precision::Inexact(limited(bound))));
+        }
+        if self.code_tests.is_some() {
+            // the code tests drop an unknown share of the rows
+            return Ok(Statistics::new_unknown(&self.schema)
+                .with_num_rows(Precision::Inexact(limited(all_rows))));
         }
         let rows: usize = parts.iter().map(|&p| limited(self.pieces_rows(p))).sum();
         let mut stats = Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows));
@@ -293,6 +342,35 @@ impl SnapshotScanExec {
         }
         Ok(stats)
     }
+}
+
+/// The chunks of `version` a scan reads, with the code tests of their partitions: chunks
+/// without live rows and partitions where a test passes no code are left out.
+fn scan_chunks(version: &TableVersion, tests: &[Arc<PartitionTests>]) -> Vec<ScanChunk> {
+    version
+        .partitions
+        .iter()
+        .zip(tests)
+        .filter(|(_, t)| !t.iter().any(|(_, codes)| codes.is_empty()))
+        .flat_map(|(p, t)| {
+            p.chunks.iter().enumerate().map(|(c, batch)| ScanChunk {
+                batch: batch.clone(),
+                deleted: p.deletions(c).cloned(),
+                tests: Arc::clone(t),
+            })
+        })
+        .filter(|c| c.batch.num_rows() > c.deleted.as_ref().map_or(0, |d| d.deleted()))
+        .collect()
+}
+
+/// The properties of a scan with `schema` and `partitions` output partitions.
+fn properties_of(schema: &SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(Arc::clone(schema)),
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    ))
 }
 
 /// Cuts `chunks` into pieces of at most `batch_size` rows and spreads them over at most
@@ -363,6 +441,8 @@ struct Pieces {
     schema: SchemaRef,
     next: usize,
     left: usize,
+    /// rows the code tests dropped (when the scan has code tests)
+    code_dropped: Option<Count>,
 }
 
 impl Iterator for Pieces {
@@ -379,12 +459,19 @@ impl Iterator for Pieces {
                 continue;
             }
             let chunk = &self.chunks[p.chunk];
-            let batch = match chunk
-                .read(p.offset, p.len, self.projection.as_deref())
-                .and_then(|b| Ok(conform(&b, &self.schema)?))
-            {
-                Ok(b) => b,
+            let (batch, dropped) = match chunk.read(p.offset, p.len, self.projection.as_deref()) {
+                Ok(read) => read,
                 Err(e) => return Some(Err(e)),
+            };
+            if let Some(count) = &self.code_dropped {
+                count.add(dropped);
+            }
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let batch = match conform(&batch, &self.schema) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e.into())),
             };
             let len = batch.num_rows().min(self.left);
             self.left -= len;
@@ -482,6 +569,16 @@ impl DisplayAs for SnapshotScanExec {
                     self.partitions.len(),
                     self.chunks.len()
                 )?;
+                if let Some((columns, skipped)) = &self.code_tests {
+                    let names: Vec<&str> = columns
+                        .iter()
+                        .map(|&c| self.def.arrow_schema.field(c).name().as_str())
+                        .collect();
+                    write!(f, ", codes tested: [{}]", names.join(", "))?;
+                    if *skipped > 0 {
+                        write!(f, " ({skipped} table partitions skipped)")?;
+                    }
+                }
                 if let Some(p) = &self.projection {
                     write!(f, ", projection={p:?}")?;
                 }

@@ -809,9 +809,6 @@ impl Database {
         let table = self.table(dml.table_name.table())?;
         match &dml.op {
             WriteOp::Insert(InsertOp::Append) => {
-                if matches!(on_conflict, Some(OnConflict::Update(_))) {
-                    no_dictionary_update(&table)?;
-                }
                 let out = self
                     .insert(&table, dml, returning, on_conflict, ctl)
                     .await?;
@@ -1687,19 +1684,6 @@ impl Database {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(out)
     }
-}
-
-/// Refuses `ON CONFLICT DO UPDATE` into a table with dictionary columns (not built yet).
-fn no_dictionary_update(table: &Table) -> Result<(), SqlError> {
-    if table.def().has_dictionaries() {
-        return Err(SqlError::NotSupported(format!(
-            "INSERT ... ON CONFLICT DO UPDATE into table \"{}\": it has dictionary-encoded \
-             columns (COMPRESSION dictionary or auto), which it cannot update yet; UPDATE, \
-             INSERT, DELETE and COPY work",
-            table.name()
-        )));
-    }
-    Ok(())
 }
 
 /// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.

@@ -19,7 +19,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{self, visit_expressions_mut};
 use wireload_load::LoadControl;
-use wireload_storage::{RowId, Table, TableDef, TableVersion};
+use wireload_storage::{RowId, Table, TableDef, TableVersion, plain_batch};
 
 use crate::dml::{ConflictTarget, DoUpdate};
 use crate::error::SqlError;
@@ -240,15 +240,15 @@ fn numbered(def: &TableDef, batch: &RecordBatch) -> Result<RecordBatch, SqlError
     )?)
 }
 
-/// The rows of `version` at `at`, in that order.
+/// The rows of `version` at `at`, in that order, decoded (dictionary columns as values).
 fn rows_at(version: &TableVersion, at: &[RowId]) -> Result<RecordBatch, SqlError> {
-    let rows: Vec<RecordBatch> = at
+    let rows = at
         .iter()
         .map(|r| {
-            version.partitions[r.partition as usize].chunks[r.chunk as usize]
-                .slice(r.row as usize, 1)
+            let chunk = &version.partitions[r.partition as usize].chunks[r.chunk as usize];
+            plain_batch(&chunk.slice(r.row as usize, 1))
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(concat_batches(&version.schema, &rows)?)
 }
 

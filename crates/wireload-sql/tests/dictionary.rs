@@ -276,16 +276,49 @@ async fn insert_update_delete_and_indexes_work_on_dictionary_tables() {
         stored.iter().any(|(c, s, _)| c == "v" && s == "dictionary"),
         "{stored:?}"
     );
-    // ON CONFLICT DO UPDATE is refused clearly, and changes nothing
-    let e = fail(
+    // ON CONFLICT DO UPDATE: clashing rows updated from their stored values and the
+    // proposed ones (new dictionary values among them), fresh rows inserted
+    let row_202 = query(&db, "SELECT id, v, t FROM q WHERE id = 202").await;
+    ok(
         &db,
-        "INSERT INTO q (id, v) VALUES (201, 'x') ON CONFLICT (id) DO UPDATE SET v = 'y'",
+        "INSERT INTO q (id, v, t, m) VALUES (201, 'x', 'AA first', 5), (202, 'y', NULL, 6), \
+         (7000, 'fresh', 'zz last', 7) \
+         ON CONFLICT (id) DO UPDATE SET v = q.v || excluded.v, t = excluded.t, m = q.m + excluded.m \
+         WHERE q.id <> 202",
     )
     .await;
-    assert!(e.contains("dictionary"), "{e}");
+    let mut want = vec![srow(&["201", "A new firstx", "AA first"])];
+    want.extend(row_202);
+    want.push(srow(&["7000", "fresh", "zz last"]));
     assert_eq!(
-        query(&db, "SELECT v FROM q WHERE id = 201").await,
-        vec![srow(&["A new first"])]
+        query(
+            &db,
+            "SELECT id, v, t FROM q WHERE id IN (201, 202, 7000) ORDER BY id"
+        )
+        .await,
+        want
+    );
+    assert_eq!(
+        query(
+            &db,
+            "SELECT count(*), count(*) FILTER (WHERE t IN ('AA first', 'zz last')) FROM q"
+        )
+        .await,
+        vec![srow(&["4902", "2"])]
+    );
+    // a second row with a taken key in one statement is refused and changes nothing
+    let before = query(&db, "SELECT * FROM q ORDER BY id").await;
+    let e = fail(
+        &db,
+        "INSERT INTO q (id, v) VALUES (203, 'a'), (203, 'b') ON CONFLICT (id) DO UPDATE SET v = 'c'",
+    )
+    .await;
+    assert!(e.contains("second time"), "{e}");
+    assert_eq!(query(&db, "SELECT * FROM q ORDER BY id").await, before);
+    let stored = storage(&db, "q").await;
+    assert!(
+        stored.iter().any(|(c, s, _)| c == "t" && s == "dictionary"),
+        "{stored:?}"
     );
 }
 
@@ -407,4 +440,118 @@ async fn auto_decides_per_column_and_the_syntax_is_checked() {
     )
     .await;
     assert!(e.contains("twice"), "{e}");
+}
+
+/// The plan text of `sql` (EXPLAIN or EXPLAIN ANALYZE), every cell joined.
+async fn plan(db: &Database, sql: &str) -> String {
+    query(db, sql)
+        .await
+        .into_iter()
+        .flatten()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn filters_on_dictionary_columns_are_tested_on_codes() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    // k hashes to 4 partitions: a partition's dictionary holds some of its values only
+    let mut text = String::new();
+    for i in 0..6000 {
+        let null = i % 17 == 0;
+        let k = if null {
+            String::new()
+        } else {
+            format!("k{:02}", i % 20)
+        };
+        let n = if null {
+            String::new()
+        } else {
+            ((i * 7) % 50 - 25).to_string()
+        };
+        writeln!(
+            text,
+            "{i},{k},{n},{}.{:02},2024-0{}-1{},2024-01-01 0{}:00:00",
+            i % 30,
+            i % 7,
+            1 + i % 9,
+            i % 10,
+            i % 10
+        )
+        .unwrap();
+    }
+    let data = file(&dir, "f.csv", &text);
+    let columns = "id INT, k TEXT, n BIGINT, m DECIMAL(8,2), day DATE, ts TIMESTAMP";
+    ok(
+        &db,
+        &format!("CREATE TABLE p ({columns}) PARTITION BY HASH (k) PARTITIONS 4"),
+    )
+    .await;
+    ok(
+        &db,
+        &format!(
+            "CREATE TABLE q ({columns}) WITH (COMPRESSION = dictionary) \
+             PARTITION BY HASH (k) PARTITIONS 4"
+        ),
+    )
+    .await;
+    for t in ["p", "q"] {
+        ok(&db, &format!("COPY {t} FROM {data}")).await;
+    }
+    let filters = [
+        "k = 'k03'",
+        "k = 'absent'",
+        "k <> 'k03'",
+        "k < 'k05'",
+        "k <= 'k05'",
+        "k > 'k18'",
+        "k >= 'k18'",
+        "k > 'k0' AND k < 'k1'",
+        "k BETWEEN 'k04' AND 'k07'",
+        "k IN ('k01', 'k07', 'k19', 'zz')",
+        "k IN ('k01', 'k02')",
+        "k < 'a'",
+        "k > 'zz'",
+        "k IS NULL",
+        "n = 3",
+        "n < -20",
+        "n >= 24.5",
+        "n > 1e30",
+        "n BETWEEN -3 AND 3",
+        "n IN (1, 2, 1000)",
+        "m > 10.005",
+        "m <= 3",
+        "day < '2024-03-15'",
+        "day = '2024-05-14'",
+        "ts >= '2024-01-01 05:00:00'",
+        "k = 'k03' AND n > 0 AND day > '2024-01-01'",
+        "k = 'k03' OR n > 20",
+        "NOT (k = 'k03')",
+    ];
+    for f in filters {
+        let sql = format!("SELECT * FROM {{t}} WHERE {f} ORDER BY id");
+        let plain = query(&db, &sql.replace("{t}", "p")).await;
+        let dict = query(&db, &sql.replace("{t}", "q")).await;
+        assert_eq!(plain, dict, "{f}");
+    }
+    // the scan names the columns it tests on codes and skips partitions without the value
+    let explain = plan(&db, "EXPLAIN SELECT id FROM q WHERE k = 'k03' AND n > 0").await;
+    assert!(explain.contains("codes tested: [k, n]"), "{explain}");
+    assert!(
+        explain.contains("(3 table partitions skipped)"),
+        "{explain}"
+    );
+    let none = plan(&db, "EXPLAIN SELECT id FROM q WHERE k = 'absent'").await;
+    assert!(none.contains("(4 table partitions skipped)"), "{none}");
+    assert!(
+        !plan(&db, "EXPLAIN SELECT id FROM p WHERE k = 'k03'")
+            .await
+            .contains("codes")
+    );
+    // rows are dropped before DataFusion's filter sees them
+    let analyzed = plan(&db, "EXPLAIN ANALYZE SELECT count(*) FROM q WHERE n < 0").await;
+    assert!(analyzed.contains("code_filtered_rows="), "{analyzed}");
+    assert!(!analyzed.contains("code_filtered_rows=0"), "{analyzed}");
 }
