@@ -4,13 +4,14 @@
 The scan of a dictionary column translates `col op constant`, `BETWEEN` and `IN` filters to
 code ranges once per partition and drops failing rows before decoding anything
 (crates/wireload-query/src/codes.rs). This compares two builds of wireload on the same
-data: `--baseline`, a build without code tests (commit 06da65b, the parent of the change),
-and `--wireload`, the build with them; each runs `wireload bench tpch --runs 1` on `auto`
+data: `--baseline`, a build without code tests (the recorded run used this commit with the
+provider's two calls into `codes` removed, so that nothing else differs), and `--wireload`,
+the build with them; each runs `wireload bench tpch --runs 1` on `auto`
 and `dictionary` storage, and the candidate also on `plain` (the reference of issue 16's
 bar). Repetitions are interleaved, each a fresh process with a buffer the size of the load
 touched and freed before it; medians are quoted.
 
-    git worktree add /tmp/wl-base 06da65b && (cd /tmp/wl-base && cargo build --release -p wireload)
+    # a baseline: provider.rs without `with_code_filters(filters)` and `codes::pushdown`
     bench/.venv/bin/python bench/codes.py --data /dev/shm/wl-sf1 \
         --baseline /tmp/wl-base/target/release/wireload --runs 5 --out bench/RESULTS.md
 """

@@ -1,5 +1,6 @@
 //! TPC-H at SF 0.01 through the GPU engine (reference passes; the emulated kernels on a
-//! slice of every table) equals the CPU loader's load, array for array.
+//! slice of every table) equals the CPU loader's load, array for array, into plain tables
+//! and into dictionary tables (decoded).
 
 mod common;
 
@@ -14,7 +15,7 @@ use tpchgen::generators::*;
 use wireload_gpu::testing::{Emulator, load_into_on, load_into_reference};
 use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::{Dialect, LoadControl, LoadOptions, Source, load_into};
-use wireload_storage::Table;
+use wireload_storage::{Catalog, Compression, Partitioning, Table, TableDef, plain_batch};
 use wireload_types::ColumnDef;
 use wireload_types::SqlType::{self, BigInt, Char, Date, Integer, Varchar};
 
@@ -169,11 +170,36 @@ fn source(data: &str) -> Source {
     }
 }
 
-/// The table's rows as one batch.
+/// The table's rows as one batch (dictionary columns decoded).
 fn contents(t: &Table) -> RecordBatch {
     let snap = t.snapshot();
-    let batches: Vec<_> = snap.live_chunks().unwrap();
+    let batches: Vec<_> = snap
+        .live_chunks()
+        .unwrap()
+        .iter()
+        .map(|b| plain_batch(b).unwrap())
+        .collect();
     concat_batches(&t.def().arrow_schema, &batches).unwrap()
+}
+
+/// A new table of `columns`, every column `COMPRESSION dictionary`.
+fn dictionary_table(columns: &[ColumnDef]) -> Arc<Table> {
+    let schema = wireload_types::TableSchema {
+        columns: columns.to_vec(),
+    };
+    let def = TableDef::new("t", schema, Partitioning::Single)
+        .unwrap()
+        .with_compression(vec![Compression::Dictionary; columns.len()])
+        .unwrap();
+    Catalog::default().create_table(def, false).unwrap()
+}
+
+/// True when every column of `t` is stored in dictionaries.
+fn all_dictionaries(t: &Table) -> bool {
+    t.snapshot()
+        .encodings
+        .iter()
+        .all(|e| *e == wireload_storage::Encoding::Dictionary)
 }
 
 /// Fails with the first column that differs.
@@ -196,8 +222,16 @@ fn tpch_through_the_reference_passes_equals_the_cpu_loader() {
         };
         load_into(&cpu, &source(&data), &opts, &LoadControl::default()).unwrap();
         let want = contents(&cpu);
-        for (partition, mode) in [(256 << 10, PassMode::Auto), (1 << 20, PassMode::Quoted)] {
-            let t = common::table(&schema);
+        for (partition, mode, dictionaries) in [
+            (256 << 10, PassMode::Auto, false),
+            (1 << 20, PassMode::Quoted, false),
+            (256 << 10, PassMode::Auto, true),
+        ] {
+            let t = if dictionaries {
+                dictionary_table(&schema)
+            } else {
+                common::table(&schema)
+            };
             let gopts = GpuOptions {
                 partition,
                 mode,
@@ -214,6 +248,7 @@ fn tpch_through_the_reference_passes_equals_the_cpu_loader() {
             assert_eq!(report.cpu, 0, "{name}: no partition went to the CPU loader");
             assert_eq!(report.fallbacks, 0, "{name}: TPC-H has only fast shapes");
             assert_same(name, &contents(&t), &want);
+            assert_eq!(all_dictionaries(&t), dictionaries, "{name}");
         }
     }
 }
@@ -233,23 +268,24 @@ fn tpch_through_the_emulated_kernels_equals_the_cpu_loader() {
             ..LoadOptions::default()
         };
         load_into(&cpu, &source(data), &opts, &LoadControl::default()).unwrap();
-        let t = common::table(&schema);
         let gopts = GpuOptions {
             partition: 16 << 10,
             chunk: 256,
             ..GpuOptions::default()
         };
         let dev = Arc::new(Emulator::new(64));
-        let report = load_into_on(
-            &dev,
-            &t,
-            &source(data),
-            &dialect(),
-            &gopts,
-            &LoadControl::default(),
-        )
-        .unwrap();
-        assert_eq!((report.cpu, report.quoted), (0, 0), "{name}");
-        assert_same(name, &contents(&t), &contents(&cpu));
+        for t in [common::table(&schema), dictionary_table(&schema)] {
+            let report = load_into_on(
+                &dev,
+                &t,
+                &source(data),
+                &dialect(),
+                &gopts,
+                &LoadControl::default(),
+            )
+            .unwrap();
+            assert_eq!((report.cpu, report.quoted), (0, 0), "{name}");
+            assert_same(name, &contents(&t), &contents(&cpu));
+        }
     }
 }
