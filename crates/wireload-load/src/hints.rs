@@ -58,7 +58,10 @@ impl Hints {
                         let per_row = if part_sum > 0 {
                             s.load(Relaxed) as f64 / part_sum as f64 * 1.1
                         } else {
-                            bytes_per_row
+                            // no task finished yet: an even share of the record per column
+                            // (buffers grow when a column needs more), not the whole record
+                            // for every column, which the chunks would keep as capacity
+                            bytes_per_row / self.str_bytes.len().max(1) as f64
                         };
                         (rp as f64 * per_row) as usize + 64
                     })
@@ -82,5 +85,29 @@ impl Hints {
         for (a, &b) in self.str_bytes.iter().zip(str_bytes) {
             a.fetch_add(b as u64, Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_buffers_before_any_task_share_the_record() {
+        // 1000 records of 100 bytes, 10 columns
+        let sample = [[b'x'; 99].as_slice(), b"\n"].concat().repeat(1000);
+        let hints = Hints::new(&sample, 10, 1);
+        let sizing = hints.sizing(1 << 20);
+        let rows = sizing.rows[0];
+        let reserved: usize = sizing.str_bytes[0].iter().sum();
+        // about one record's bytes per row over all columns, not one per column
+        assert!(reserved <= rows * 110 + 10 * 64, "{reserved} for {rows} rows");
+        assert!(reserved >= rows * 90, "{reserved} for {rows} rows");
+        // once a task has finished, its string bytes per row are used
+        hints.record(1 << 20, &[10_000], &[50_000, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let sizing = hints.sizing(1 << 20);
+        let per_row = sizing.str_bytes[0][0] as f64 / sizing.rows[0] as f64;
+        assert!((5.0..6.0).contains(&per_row), "{per_row}");
+        assert!(sizing.str_bytes[0][1] <= 64);
     }
 }
