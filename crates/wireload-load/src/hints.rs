@@ -101,7 +101,10 @@ mod tests {
         let rows = sizing.rows[0];
         let reserved: usize = sizing.str_bytes[0].iter().sum();
         // about one record's bytes per row over all columns, not one per column
-        assert!(reserved <= rows * 110 + 10 * 64, "{reserved} for {rows} rows");
+        assert!(
+            reserved <= rows * 110 + 10 * 64,
+            "{reserved} for {rows} rows"
+        );
         assert!(reserved >= rows * 90, "{reserved} for {rows} rows");
         // once a task has finished, its string bytes per row are used
         hints.record(1 << 20, &[10_000], &[50_000, 0, 0, 0, 0, 0, 0, 0, 0, 0]);

@@ -156,7 +156,13 @@ impl SnapshotScanExec {
             Some(p) => Arc::new(table_schema.project(p)?),
             None => table_schema,
         };
-        let tests = vec![Arc::new(PartitionTests::new()); version.partitions.len()];
+        // no tests: every partition shares one empty list
+        let none = Arc::new(PartitionTests::new());
+        let tests: Vec<_> = version
+            .partitions
+            .iter()
+            .map(|_| Arc::clone(&none))
+            .collect();
         let chunks = scan_chunks(&version, &tests);
         let batch_size = batch_size.max(1);
         let partitions = spread(&chunks, target_partitions, batch_size);

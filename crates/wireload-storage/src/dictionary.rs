@@ -267,7 +267,7 @@ pub fn decode(column: &ArrayRef) -> Result<ArrayRef> {
 
 /// True when `values` is a valid dictionary (supported type, no nulls, strictly ascending in
 /// value order).
-pub fn is_dictionary(values: &ArrayRef) -> bool {
+pub fn is_valid_dictionary(values: &ArrayRef) -> bool {
     values.null_count() == 0
         && dispatch!(
             values.data_type(),
@@ -1439,7 +1439,7 @@ fn merge_typed<'a, K: Kind>(
     incoming: &'a [FragmentColumn],
 ) -> Result<MergedColumn> {
     debug_assert!(
-        dictionary.is_none_or(is_dictionary),
+        dictionary.is_none_or(is_valid_dictionary),
         "the partition's dictionary is not sorted and unique"
     );
     let old: Option<Vec<K::Item<'a>>> =
@@ -1641,7 +1641,7 @@ mod tests {
             let chunk_values: Vec<ArrayRef> = case.existing.iter().map(|c| plain(c)).collect();
             fragments.extend(chunk_values.iter().cloned().map(FragmentColumn::Plain));
             let first = merge_column(None, &[], fragments).unwrap();
-            assert!(is_dictionary(&first.dictionary));
+            assert!(is_valid_dictionary(&first.dictionary));
             assert_eq!(first.existing.as_ref().map(Vec::len), Some(0));
             let chunks = first.incoming[1..].to_vec();
             for (chunk, values) in chunks.iter().zip(&chunk_values) {
@@ -1692,7 +1692,7 @@ mod tests {
         }
         let merged = merge_column(dictionary.as_ref(), &chunks, fragments).unwrap();
         let new = &merged.dictionary;
-        assert!(is_dictionary(new));
+        assert!(is_valid_dictionary(new));
         match (&dictionary, &merged.existing) {
             (Some(old), None) => {
                 assert!(
@@ -2110,7 +2110,7 @@ mod tests {
             cyclic_strings,
         ] {
             let (dictionary, codes) = encode_fragment(&values).unwrap();
-            assert!(is_dictionary(&dictionary));
+            assert!(is_valid_dictionary(&dictionary));
             let merged = merge_column(
                 None,
                 &[],
@@ -2181,7 +2181,7 @@ mod tests {
         )
         .unwrap();
         assert!(third.dictionary.len() > 65_536);
-        assert!(is_dictionary(&third.dictionary));
+        assert!(is_valid_dictionary(&third.dictionary));
         let existing = third.existing.unwrap();
         assert_eq!(key_type(&existing[1]), Some(&DataType::UInt32));
         check_column(&existing[0], &third.dictionary, &first_values);
@@ -2358,16 +2358,16 @@ mod tests {
         assert_eq!(code_type(257), DataType::UInt16);
         assert_eq!(code_type(65_536), DataType::UInt16);
         assert_eq!(code_type(65_537), DataType::UInt32);
-        assert!(is_dictionary(
+        assert!(is_valid_dictionary(
             &(Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)
         ));
-        assert!(!is_dictionary(
+        assert!(!is_valid_dictionary(
             &(Arc::new(Int32Array::from(vec![2, 2])) as ArrayRef)
         ));
-        assert!(!is_dictionary(
+        assert!(!is_valid_dictionary(
             &(Arc::new(Int32Array::from(vec![Some(1), None])) as ArrayRef)
         ));
-        assert!(!is_dictionary(
+        assert!(!is_valid_dictionary(
             &(Arc::new(UInt8Array::from(vec![1])) as ArrayRef)
         ));
         // `is_supported` and the dispatch agree.
