@@ -536,6 +536,20 @@ async fn filters_on_dictionary_columns_are_tested_on_codes() {
         let dict = query(&db, &sql.replace("{t}", "q")).await;
         assert_eq!(plain, dict, "{f}");
     }
+    // with deleted rows: the code tests and the deletion vectors both apply
+    for t in ["p", "q"] {
+        ok(
+            &db,
+            &format!("DELETE FROM {t} WHERE id % 3 = 0 OR k = 'k05'"),
+        )
+        .await;
+    }
+    for f in &filters[..12] {
+        let sql = format!("SELECT * FROM {{t}} WHERE {f} ORDER BY id");
+        let plain = query(&db, &sql.replace("{t}", "p")).await;
+        let dict = query(&db, &sql.replace("{t}", "q")).await;
+        assert_eq!(plain, dict, "after DELETE: {f}");
+    }
     // the scan names the columns it tests on codes and skips partitions without the value
     let explain = plan(&db, "EXPLAIN SELECT id FROM q WHERE k = 'k03' AND n > 0").await;
     assert!(explain.contains("codes tested: [k, n]"), "{explain}");
