@@ -33,20 +33,22 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import command_line, git_commit, loadavg, machine_info, write_section  # noqa: E402
+from load import (  # noqa: E402
+    TPCH_SCHEMA,
+    command_line,
+    git_commit,
+    loadavg,
+    machine_info,
+    write_section,
+)
 
 STORAGES = ["plain", "auto", "dictionary"]
 STEPS = ["parse and deserialize", "sort step", "dictionary merge and re-encode", "publish",
          "other"]
 FREQUENCY = 999
 
-LINEITEM = (
-    "l_orderkey BIGINT, l_partkey BIGINT, l_suppkey BIGINT, l_linenumber INT, "
-    "l_quantity DECIMAL(15,2), l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), "
-    "l_tax DECIMAL(15,2), l_returnflag CHAR(1), l_linestatus CHAR(1), l_shipdate DATE, "
-    "l_commitdate DATE, l_receiptdate DATE, l_shipinstruct CHAR(25), l_shipmode CHAR(10), "
-    "l_comment VARCHAR(44)"
-)
+# the loader benchmark's TPC-H lineitem definition
+LINEITEM = ", ".join(f"{name} {typ}" for name, typ in TPCH_SCHEMA["lineitem"])
 
 SORT = re.compile(r"dictionary::(source|encode_fragment|encode_keys|encode_dense|encode_hashed|"
                   r"encode_strings|assign_ids|sort_distinct|radix_sort|KeyTable|StrTable|"

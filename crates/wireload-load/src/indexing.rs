@@ -13,6 +13,7 @@ use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use rayon::prelude::*;
 use wireload_index::{Duplicate, EntryRef, Index, KeyEncoder, KeyError, RowId, hash_buckets_for};
+use wireload_storage::dictionary::value_type;
 use wireload_storage::{IndexDef, Table, TableDef, TableIndex, TableVersion};
 
 use crate::error::{KeySite, LoadError};
@@ -256,11 +257,13 @@ pub fn key_text(batch: &RecordBatch, columns: &[usize], row: usize) -> String {
     columns
         .iter()
         .map(|&c| {
-            let col = batch.column(c);
+            // the row alone, a dictionary column's value decoded (its type decides the quotes)
+            let one = batch.column(c).slice(row, 1);
+            let col = wireload_storage::conform_array(&one, &value_type(&one)).unwrap_or(one);
             let text = ArrayFormatter::try_new(col.as_ref(), &opts)
-                .map(|f| f.value(row).to_string())
+                .map(|f| f.value(0).to_string())
                 .unwrap_or_else(|_| "?".into());
-            if col.data_type().is_numeric() || col.is_null(row) {
+            if col.data_type().is_numeric() || col.is_null(0) {
                 text
             } else {
                 format!("'{}'", text.replace('\'', "''"))
@@ -353,13 +356,8 @@ fn build_over(
     let built: Vec<Index> = (0..slots.len())
         .into_par_iter()
         .map(|slot| {
-            // keys are built from plain values
-            let plain =
-                wireload_storage::plain_batch(chunk(slot)).map_err(|e| LoadError::Mismatch {
-                    file: def.name.clone(),
-                    message: format!("cannot decode a dictionary column: {e}"),
-                })?;
-            let batch = &plain;
+            // dictionary key columns are decoded by the key encoder, and by `key_text`
+            let batch = chunk(slot);
             indexes
                 .build(slot as u32, batch)
                 .map(|mut v| v.pop().expect("one index"))

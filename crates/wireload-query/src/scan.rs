@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use arrow::array::{BooleanArray, UInt32Array};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::{concat_batches, filter_record_batch, take_record_batch};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -81,17 +82,19 @@ impl ScanChunk {
     ) -> Result<(RecordBatch, usize)> {
         let batch = self.batch.slice(offset, len);
         let mut keep = self.deleted.as_ref().map(|d| d.live().slice(offset, len));
+        let mut kept = keep.as_ref().map_or(len, BooleanBuffer::count_set_bits);
         let mut dropped = 0;
         for (column, codes) in self.tests.iter() {
             let Some(pass) = codes.test(batch.column(*column).as_ref()) else {
                 continue;
             };
-            let before = keep.as_ref().map_or(len, |k| k.count_set_bits());
             let both = match keep {
                 Some(k) => &k & &pass,
                 None => pass,
             };
-            dropped += before - both.count_set_bits();
+            let now = both.count_set_bits();
+            dropped += kept - now;
+            kept = now;
             keep = Some(both);
         }
         let batch = match projection {
@@ -99,7 +102,7 @@ impl ScanChunk {
             None => batch,
         };
         Ok(match keep {
-            Some(k) if k.count_set_bits() < len => (
+            Some(k) if kept < len => (
                 filter_record_batch(&batch, &BooleanArray::new(k, None))?,
                 dropped,
             ),

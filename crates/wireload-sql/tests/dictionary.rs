@@ -236,6 +236,16 @@ async fn insert_update_delete_and_indexes_work_on_dictionary_tables() {
     );
     // an index built over dictionary columns, used by a lookup
     ok(&db, "CREATE INDEX qv ON q (v)").await;
+    // a unique index over repeated values is refused, naming the key by its values (a
+    // number bare, text quoted) although both columns are stored as codes
+    ok(
+        &db,
+        "CREATE TABLE u (n BIGINT, s TEXT) WITH (COMPRESSION = dictionary); \
+         INSERT INTO u VALUES (1, 'a'), (2, 'b'), (1, 'a')",
+    )
+    .await;
+    let e = fail(&db, "CREATE UNIQUE INDEX uns ON u (n, s)").await;
+    assert!(e.contains("key (n, s)=(1, 'a') is duplicated"), "{e}");
     let by_index = query(&db, "SELECT count(*) FROM q WHERE v = 'v2Z'").await;
     let by_scan = query(&db, "SELECT count(*) FROM q WHERE v || '' = 'v2Z'").await;
     assert_eq!(by_index, by_scan);

@@ -28,7 +28,6 @@ use arrow::array::{
     StringBuilder,
 };
 use arrow::buffer::NullBuffer;
-use arrow::compute::take;
 use arrow::datatypes::{
     ArrowDictionaryKeyType, ArrowNativeType, ArrowPrimitiveType, DataType, Date32Type,
     Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimeUnit,
@@ -252,17 +251,6 @@ pub fn merge_column(
         K => merge_typed::<K>(&data_type, dictionary, existing, &incoming),
         Err(DictionaryError::Unsupported(data_type.clone()))
     )
-}
-
-/// A dictionary column decoded to plain values of its value type (any key width).
-pub fn decode(column: &ArrayRef) -> Result<ArrayRef> {
-    let dictionary = column.as_any_dictionary_opt().ok_or_else(|| {
-        DictionaryError::InvalidArgument(format!(
-            "cannot decode a {} column: not a dictionary column",
-            column.data_type()
-        ))
-    })?;
-    Ok(take(dictionary.values().as_ref(), dictionary.keys(), None)?)
 }
 
 /// True when `values` is a valid dictionary (supported type, no nulls, strictly ascending in
@@ -1550,6 +1538,18 @@ mod tests {
     use super::*;
 
     // ---- helpers -------------------------------------------------------------------------
+
+    /// A dictionary column decoded to plain values of its value type (any key width).
+    fn decode(column: &ArrayRef) -> Result<ArrayRef> {
+        use arrow::compute::take;
+        let dictionary = column.as_any_dictionary_opt().ok_or_else(|| {
+            DictionaryError::InvalidArgument(format!(
+                "cannot decode a {} column: not a dictionary column",
+                column.data_type()
+            ))
+        })?;
+        Ok(take(dictionary.values().as_ref(), dictionary.keys(), None)?)
+    }
 
     /// Checks a dictionary column of a merge: codes of the dictionary's width, over the very
     /// dictionary (same Arc), every non-null code in range, decoding to `expected`.
