@@ -1,14 +1,29 @@
-//! The Shared Loading client (CIDR 2019): next to the CSV files, it deserializes chunks into
-//! columnar fragments with the loader's own deserializers, decides per fragment column
-//! whether to dictionary-encode it there (`SL_S`: when the estimated dictionary plus codes
-//! are smaller than the plain column), and streams the fragments to a wireload server,
-//! which validates and merges them into its dictionary storage.
+//! Shared Loading (Noll et al., CIDR 2019): a client next to the CSV files deserializes
+//! chunks into columnar *fragments* with the loader's own deserializers, dictionary-encodes
+//! fragment columns where the mode says so (`SL_A` all, `SL_N` none, `SL_S` where the
+//! estimated dictionary plus codes are smaller than the plain column, `auto` from measured
+//! feedback), groups fragments into *partitions* with one dictionary per column, and streams
+//! them to a wireload server, which validates every frame and merges the fragments into its
+//! dictionary storage, publishing the load atomically. `pipe` (COPY FROM STDIN over the
+//! PostgreSQL protocol) and `seq` (send the file, then load it) are the baselines.
 //!
-//! Built so far: the estimates the decision rests on.
-//!
-//! - [`hll`]: HyperLogLog with the HIP estimator (distinct values in one pass);
-//! - [`size`]: a fragment column's plain and encoded sizes, and the decision.
+//! - [`hll`], [`size`]: the estimates `SL_S` decides on;
+//! - [`protocol`]: the frames of a push (Arrow IPC payloads in Arrow Flight `DoPut`);
+//! - [`client`]: the client pipeline and its modes;
+//! - [`ingest`]: the server side (validation, units for the append/publish stage);
+//! - [`throttle`]: a token bucket on the client's socket;
+//! - [`pipe`]: the `pipe` baseline;
+//! - [`account`]: CPU time per process, thread and step.
 #![deny(missing_docs)]
 
+pub mod account;
+pub mod client;
+mod error;
 pub mod hll;
+pub mod ingest;
+pub mod pipe;
+pub mod protocol;
 pub mod size;
+pub mod throttle;
+
+pub use error::PushError;

@@ -1,0 +1,1 @@
+//! A token bucket on the client's socket (being written).
