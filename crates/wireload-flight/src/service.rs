@@ -30,7 +30,7 @@ use arrow_flight::sql::{
 };
 use arrow_flight::{
     Action, BasicAuth, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest,
-    HandshakeResponse, IpcMessage, SchemaAsIpc, Ticket,
+    HandshakeResponse, IpcMessage, PutResult, SchemaAsIpc, Ticket,
 };
 use futures::{Stream, StreamExt, TryStreamExt};
 use prost::Message;
@@ -743,6 +743,107 @@ impl FlightSqlService for FlightSqlServer {
         } else {
             counts.iter().filter(|&&c| c > 0).sum()
         })
+    }
+
+    /// A Shared Loading push (`wireload push`): a descriptor command of type
+    /// [`wireload_push::protocol::PUSH_TYPE_URL`], frames validated and merged by
+    /// [`wireload_push::ingest::ingest`] on a thread of its own, replies streamed back.
+    async fn do_put_fallback(
+        &self,
+        request: Request<PeekableFlightDataStream>,
+        message: arrow_flight::sql::Any,
+    ) -> Result<Response<<Self as FlightService>::DoPutStream>, Status> {
+        use wireload_push::PushError;
+        use wireload_push::ingest::{RawFrame, describe, ingest};
+        use wireload_push::protocol::{Hello, PUSH_TYPE_URL, Reply, from_json, to_json};
+        if message.type_url != PUSH_TYPE_URL {
+            return Err(Status::unimplemented(format!(
+                "DoPut of an unknown command {:?}",
+                message.type_url
+            )));
+        }
+        self.auth.authorize(&request)?;
+        let hello: Hello = from_json(&message.value)
+            .map_err(|e| Status::invalid_argument(format!("a push's request: {e}")))?;
+        let name = self.ingest_target(&hello.table).ok_or_else(|| {
+            Status::not_found(format!("table \"{}\" does not exist", hello.table))
+        })?;
+        let table = self
+            .db
+            .catalog()
+            .table(&name)
+            .ok_or_else(|| Status::not_found(format!("table \"{name}\" does not exist")))?;
+        let put = |reply: &Reply| PutResult {
+            app_metadata: to_json(reply).into(),
+        };
+        let (reply_tx, reply_rx) = tokio::sync::mpsc::channel::<Result<PutResult, Status>>(16);
+        let described = Reply::Described(describe(&table, 0));
+        reply_tx
+            .send(Ok(put(&described)))
+            .await
+            .map_err(|_| Status::cancelled("the client went away"))?;
+        let (frame_tx, mut frame_rx) = tokio::sync::mpsc::channel::<Result<RawFrame, PushError>>(8);
+        let mut stream = request.into_inner();
+        tokio::spawn(async move {
+            while let Some(message) = stream.next().await {
+                let frame = match message {
+                    // the descriptor's message carries nothing else
+                    Ok(d)
+                        if d.flight_descriptor.is_some()
+                            && d.app_metadata.is_empty()
+                            && d.data_body.is_empty() =>
+                    {
+                        continue;
+                    }
+                    Ok(d) => Ok(RawFrame {
+                        header: d.app_metadata,
+                        body: d.data_body,
+                    }),
+                    Err(status) => Err(PushError::Transport(format!(
+                        "the client's stream broke: {}",
+                        status.message()
+                    ))),
+                };
+                let broke = frame.is_err();
+                if frame_tx.send(frame).await.is_err() || broke {
+                    break;
+                }
+            }
+        });
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::task::spawn_blocking(move || {
+            let ctl = LoadControl::default();
+            let frames = std::iter::from_fn(move || frame_rx.blocking_recv());
+            let progress = |r: Reply| {
+                let _ = reply_tx.try_send(Ok(put(&r)));
+            };
+            let last = match ingest(&table, &hello, frames, &progress, &ctl, threads) {
+                Ok(done) => {
+                    tracing::info!(
+                        table = %table.name(),
+                        mode = hello.mode.name(),
+                        rows = done.rows,
+                        bytes = done.bytes_received,
+                        seconds = done.seconds,
+                        "push loaded"
+                    );
+                    Ok(put(&done.reply()))
+                }
+                Err(e) => {
+                    tracing::warn!(table = %table.name(), error = %e, "push refused");
+                    Err(match e {
+                        PushError::Load(e) => Status::invalid_argument(e.to_string()),
+                        other => Status::invalid_argument(other.to_string()),
+                    })
+                }
+            };
+            let _ = reply_tx.blocking_send(last);
+        });
+        let replies = futures::stream::unfold(reply_rx, |mut rx| async move {
+            let item = rx.recv().await?;
+            Some((item, rx))
+        });
+        Ok(Response::new(Box::pin(replies)))
     }
 
     async fn do_put_statement_ingest(

@@ -284,6 +284,72 @@ fn convert(
         .map_err(|e| mismatch(file, format!("cannot build a table chunk: {e}")))
 }
 
+/// Checks values that arrived already deserialized (a Shared Loading fragment's column, or a
+/// client's dictionary of it) against column `col`: its exact Arrow type, NOT NULL, CHAR/
+/// VARCHAR lengths (values a load would have trimmed are refused too: a client's
+/// deserializers trim them) and DECIMAL precision. `first_row` names the rows in errors.
+pub fn check_pushed_column(
+    file: &str,
+    index: usize,
+    col: &ColumnDef,
+    array: &ArrayRef,
+    first_row: u64,
+) -> Result<(), LoadError> {
+    let value_error = |row: usize, problem: BadValue| LoadError::ArrowValue {
+        file: file.to_string(),
+        row: first_row + row as u64 + 1,
+        column: index + 1,
+        column_name: col.name.clone(),
+        problem: Box::new(problem),
+    };
+    let want = col.ty.arrow_type();
+    if array.data_type() != &want {
+        return Err(mismatch(
+            file,
+            format!(
+                "column {} (\"{}\") arrived as {}, expected {want}",
+                index + 1,
+                col.name,
+                array.data_type()
+            ),
+        ));
+    }
+    if !col.nullable && array.null_count() > 0 {
+        let row = (0..array.len()).find(|&r| array.is_null(r)).unwrap_or(0);
+        return Err(value_error(row, BadValue::Null));
+    }
+    match col.ty {
+        SqlType::Char(n) | SqlType::Varchar(Some(n)) => {
+            let checked = check_length(array, &col.ty, n)
+                .map_err(|(row, e)| value_error(row, BadValue::TooLong(e)))?;
+            if !Arc::ptr_eq(&checked, array) {
+                let strings = array.as_string::<i32>();
+                let row = (0..array.len())
+                    .find(|&r| strings.is_valid(r) && strings.value(r).chars().count() > n as usize)
+                    .unwrap_or(0);
+                return Err(value_error(
+                    row,
+                    BadValue::TooLong(format!("longer than {n} characters")),
+                ));
+            }
+        }
+        SqlType::Decimal { precision: p, .. } => {
+            let decimals = array.as_primitive::<arrow::datatypes::Decimal128Type>();
+            if let Err(e) = decimals.validate_decimal_precision(p) {
+                let row = (0..decimals.len())
+                    .find(|&r| {
+                        decimals.is_valid(r)
+                            && decimals.slice(r, 1).validate_decimal_precision(p).is_err()
+                    })
+                    .unwrap_or(0);
+                return Err(value_error(row, BadValue::DoesNotFit(e.to_string())));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Checks that every string of `array` fits `ty` (at most `n` characters once trailing
 /// spaces beyond `n` are dropped, as the CSV loader does); returns the array with those
 /// spaces dropped, or the first offending row and why.

@@ -10,10 +10,10 @@
 //! [`AUTO_MAX_ENTRIES`] entries (two-byte codes, dictionaries that stay in cache when
 //! decoded) and dictionary plus codes take at most [`AUTO_MAX_RATIO`] of the plain bytes.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef};
+use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::record_batch::RecordBatch;
 use wireload_storage::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
 use wireload_storage::{Encoding, TableDef, TableVersion, column_bytes, replace_columns};
@@ -33,16 +33,18 @@ const AUTO_SAMPLES: usize = 8;
 const AUTO_SAMPLE_ROWS: usize = 16_384;
 
 /// Encodes the dictionary columns of `version` (which may hold chunks whose dictionary
-/// columns are plain) and of `added` (plain chunks about to be appended, per partition),
+/// columns are plain) and of `added` (chunks about to be appended, per partition: columns
+/// plain, or encoded against a dictionary of their own, a Shared Loading client's),
 /// deciding undecided `auto` columns first. `version`'s chunks are re-encoded in place where
-/// their dictionary grew; returns `added` encoded.
+/// their dictionary grew; returns `added` encoded (and decoded where a column is stored
+/// plain).
 pub(crate) fn encode(
     def: &TableDef,
     version: &mut TableVersion,
     added: Vec<Vec<RecordBatch>>,
 ) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
     if version.encodings.iter().all(|e| *e == Encoding::Plain) {
-        return Ok(added);
+        return decode_plain(def, version, added);
     }
     let rows: usize = added.iter().flatten().map(RecordBatch::num_rows).sum();
     let mut tentative = Vec::new();
@@ -60,8 +62,8 @@ pub(crate) fn encode(
     let columns: Vec<usize> = (0..version.encodings.len())
         .filter(|&c| version.encodings[c] == Encoding::Dictionary || tentative.contains(&c))
         .collect();
-    // every chunk of a partition, old then added: those whose column is not encoded yet
-    // are fragments to merge
+    // every chunk of a partition, old then added: the old ones whose column is not encoded
+    // yet and all added ones are fragments to merge
     let mut chunks: Vec<Vec<RecordBatch>> = version
         .partitions
         .iter()
@@ -73,22 +75,17 @@ pub(crate) fn encode(
     }
     let jobs: Vec<(usize, usize)> = (0..chunks.len())
         .flat_map(|p| columns.iter().map(move |&c| (p, c)))
-        .filter(|&(p, c)| {
-            chunks[p]
-                .iter()
-                .any(|b| !wireload_storage::is_dictionary(b.column(c).data_type()))
-        })
+        .filter(|&(p, c)| (0..chunks[p].len()).any(|k| !stored(&chunks[p], old[p], k, c)))
         .collect();
-    let merged = merge_jobs(def, version, &chunks, &jobs)?;
+    let merged = merge_jobs(def, version, &chunks, &old, &jobs)?;
     // auto verdicts over every partition of a tentative column
     let mut rejected = Vec::new();
     for &c in &tentative {
         let (mut plain, mut encoded, mut entries) = (0usize, 0usize, 0usize);
         for ((p, _), m) in jobs.iter().zip(&merged).filter(|((_, jc), _)| *jc == c) {
-            plain += chunks[*p]
-                .iter()
-                .map(|b| column_bytes(b.column(c)))
-                .sum::<usize>();
+            for b in &chunks[*p] {
+                plain += column_bytes(&plain_column(def, b.column(c), c)?);
+            }
             encoded += m.incoming.iter().map(column_bytes).sum::<usize>()
                 + m.dictionary.to_data().get_slice_memory_size().unwrap_or(0);
             entries = entries.max(m.dictionary.len());
@@ -113,8 +110,8 @@ pub(crate) fn encode(
             existing,
             incoming,
         } = m;
-        let (encoded, fragments): (Vec<usize>, Vec<usize>) = (0..chunks[p].len())
-            .partition(|&k| wireload_storage::is_dictionary(chunks[p][k].column(c).data_type()));
+        let (encoded, fragments): (Vec<usize>, Vec<usize>) =
+            (0..chunks[p].len()).partition(|&k| stored(&chunks[p], old[p], k, c));
         if let Some(existing) = existing {
             for (k, a) in encoded.into_iter().zip(existing) {
                 replaced[p][k].push((c, a));
@@ -142,7 +139,56 @@ pub(crate) fn encode(
         version.partitions[p].chunks = batches;
         out.push(new);
     }
-    Ok(out)
+    decode_plain(def, version, out)
+}
+
+/// True when column `c` of chunk `k` of a partition (whose first `old` chunks are the
+/// table's) is stored against the partition's dictionary: an old chunk's encoded column.
+fn stored(chunks: &[RecordBatch], old: usize, k: usize, c: usize) -> bool {
+    k < old && wireload_storage::is_dictionary(chunks[k].column(c).data_type())
+}
+
+/// Column `c` of a chunk as plain values.
+fn plain_column(def: &TableDef, column: &ArrayRef, c: usize) -> Result<ArrayRef, LoadError> {
+    let ty = wireload_storage::dictionary::value_type(column);
+    wireload_storage::conform_array(column, &ty).map_err(|e| LoadError::Mismatch {
+        file: def.name.clone(),
+        message: format!(
+            "column \"{}\": cannot decode: {e}",
+            def.schema.columns[c].name
+        ),
+    })
+}
+
+/// `added` with the encoded columns of columns stored plain decoded (a client encoded
+/// them, or `auto` decided against a dictionary).
+fn decode_plain(
+    def: &TableDef,
+    version: &TableVersion,
+    added: Vec<Vec<RecordBatch>>,
+) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
+    added
+        .into_iter()
+        .map(|chunks| {
+            chunks
+                .into_iter()
+                .map(|b| {
+                    let swaps = (0..b.num_columns())
+                        .filter(|&c| {
+                            version.encodings[c] != Encoding::Dictionary
+                                && wireload_storage::is_dictionary(b.column(c).data_type())
+                        })
+                        .map(|c| Ok((c, plain_column(def, b.column(c), c)?)))
+                        .collect::<Result<Vec<_>, LoadError>>()?;
+                    if swaps.is_empty() {
+                        Ok(b)
+                    } else {
+                        replace_columns(&b, swaps).map_err(|e| internal(def, e))
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Merges partition column `(p, c)` of every job, at most [`MERGE_COLUMNS`] at once.
@@ -150,6 +196,7 @@ fn merge_jobs(
     def: &TableDef,
     version: &TableVersion,
     chunks: &[Vec<RecordBatch>],
+    old: &[usize],
     jobs: &[(usize, usize)],
 ) -> Result<Vec<MergedColumn>, LoadError> {
     let results: Vec<Mutex<Option<Result<MergedColumn, LoadError>>>> =
@@ -159,11 +206,16 @@ fn merge_jobs(
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
             let Some(&(p, c)) = jobs.get(j) else { break };
-            let (existing, incoming): (Vec<ArrayRef>, Vec<ArrayRef>) = chunks[p]
-                .iter()
-                .map(|b| b.column(c).clone())
-                .partition(|a| wireload_storage::is_dictionary(a.data_type()));
-            let incoming = incoming.into_iter().map(FragmentColumn::Plain).collect();
+            let (existing, incoming): (Vec<usize>, Vec<usize>) =
+                (0..chunks[p].len()).partition(|&k| stored(&chunks[p], old[p], k, c));
+            let existing: Vec<ArrayRef> = existing
+                .into_iter()
+                .map(|k| chunks[p][k].column(c).clone())
+                .collect();
+            let incoming = incoming
+                .into_iter()
+                .map(|k| fragment(chunks[p][k].column(c)))
+                .collect();
             let dictionary = version.partitions[p].dictionary(c);
             let r =
                 merge_column(dictionary, &existing, incoming).map_err(|e| LoadError::Mismatch {
@@ -193,13 +245,25 @@ fn merge_jobs(
         .collect()
 }
 
+/// A chunk's column as a fragment to merge: plain values, or a client's dictionary and
+/// codes (checked by the merge).
+fn fragment(column: &ArrayRef) -> FragmentColumn {
+    match column.as_any_dictionary_opt() {
+        Some(d) => FragmentColumn::Encoded {
+            dictionary: Arc::clone(d.values()),
+            codes: Arc::new(arrow::array::make_array(d.keys().to_data())),
+        },
+        None => FragmentColumn::Plain(Arc::clone(column)),
+    }
+}
+
 /// True when samples of column `c` of `added` repeat values (fewer than half distinct).
 fn repeats(def: &TableDef, added: &[Vec<RecordBatch>], c: usize) -> Result<bool, LoadError> {
     let all: Vec<&RecordBatch> = added.iter().flatten().collect();
     let step = all.len().div_ceil(AUTO_SAMPLES).max(1);
     for b in all.iter().step_by(step) {
         let column = b.column(c);
-        let sample = column.slice(0, column.len().min(AUTO_SAMPLE_ROWS));
+        let sample = plain_column(def, &column.slice(0, column.len().min(AUTO_SAMPLE_ROWS)), c)?;
         let values = sample.len() - sample.null_count();
         if values < 1024 {
             continue;

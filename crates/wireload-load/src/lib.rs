@@ -25,7 +25,7 @@ mod publish;
 mod source;
 mod task;
 
-pub use append::{append_batches, table_chunks};
+pub use append::{append_batches, check_pushed_column, table_chunks};
 pub use compact::{compact, worth_compacting};
 pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
 pub use error::{BadValue, KeySite, LoadError, Position};
@@ -33,8 +33,8 @@ pub use indexing::key_text;
 pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
-pub use pool::{compaction_pool, install, locked_pool, pool};
-pub use publish::{Appender, Published, Sites, Unit};
+pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};
+pub use publish::{Appender, Published, Sink, Sites, Unit};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
@@ -52,6 +52,49 @@ pub fn load_into(
     ctl: &LoadControl,
 ) -> Result<LoadReport, LoadError> {
     pipeline::load(table, source, opts, ctl)
+}
+
+/// Parses the CSV records of `source` as rows of `def` (BOM and header skipped as a load
+/// skips them) without loading them: the buffers of each chunk go to `sink`, numbered in
+/// input order, window after window (`sink.ready()` is asked before each), on
+/// `opts.threads` threads. The input is read as a stream (blocks of `Source`'s block size
+/// become the windows). Returns (bytes read, chunks). Errors name positions as a load's do.
+pub fn parse_source(
+    def: &wireload_storage::TableDef,
+    source: &Source,
+    opts: &LoadOptions,
+    ctl: &LoadControl,
+    sink: &dyn Sink,
+) -> Result<(u64, usize), LoadError> {
+    let scan = ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
+    let file = source.name();
+    match source.open()? {
+        Input::Stream(blocks) => {
+            pipeline::stream_windows(def, blocks, &scan, opts, ctl, &file, sink)
+        }
+        Input::Whole(whole) => {
+            let data = whole.bytes();
+            ctl.bytes_total
+                .store(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            let start = data_start(data, &scan, opts.dialect.header, &file)?;
+            let sample = &data[start..(start + (1 << 20)).min(data.len())];
+            let parse = parse::CsvParse::new(def, opts, file.clone(), sample)?;
+            let records = parse::Records {
+                data,
+                start,
+                chunks: parse.chunker().chunks(data, start),
+                lines: None,
+                origin: parse::Origin {
+                    byte: 0,
+                    lines: 0,
+                    whole: true,
+                },
+            };
+            sink.ready()?;
+            let units = install(opts.threads, || parse.parse_window(records, 0, sink, ctl))??;
+            Ok((data.len() as u64, units))
+        }
+    }
 }
 
 /// Parses the CSV records of `data` (whole records of a larger input, without header or

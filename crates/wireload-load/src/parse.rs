@@ -18,7 +18,7 @@ use wireload_types::{ColumnDef, ValueError};
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
 use crate::options::{LoadControl, LoadOptions};
-use crate::publish::{Appender, Unit};
+use crate::publish::Sink;
 use crate::task::{self, TaskFailure};
 
 /// Longest piece of offending text quoted in an error message.
@@ -57,8 +57,8 @@ pub(crate) struct LoadCtx<'a> {
     pub ctl: &'a LoadControl,
     /// lowest index of a chunk that failed (usize::MAX: none)
     pub failed: AtomicUsize,
-    /// where the tasks hand their units
-    pub appender: &'a Appender<'a>,
+    /// where the tasks hand their buffers
+    pub sink: &'a dyn Sink,
 }
 
 impl LoadCtx<'_> {
@@ -275,13 +275,13 @@ impl<'a> CsvParse<'a> {
         }
     }
 
-    /// Parses the records of a window on the current rayon pool, handing unit
-    /// `first_unit + i` of chunk `i` to `appender`; returns the number of units.
+    /// Parses the records of a window on the current rayon pool, handing the buffers of
+    /// chunk `i` to `sink` as unit `first_unit + i`; returns the number of units.
     pub(crate) fn parse_window(
         &self,
         window: Records<'_>,
         first_unit: usize,
-        appender: &Appender<'_>,
+        sink: &dyn Sink,
         ctl: &LoadControl,
     ) -> Result<usize, LoadError> {
         let Records {
@@ -292,7 +292,7 @@ impl<'a> CsvParse<'a> {
             origin,
         } = window;
         // a streamed input loses each window: rows of unique keys need their lines now
-        let chunk_lines = if !origin.whole && appender.wants_sites() {
+        let chunk_lines = if !origin.whole && sink.wants_sites() {
             lines.unwrap_or_else(|| chunk_lines(data, start, &chunks).0)
         } else {
             Vec::new()
@@ -312,15 +312,16 @@ impl<'a> CsvParse<'a> {
             ascii_specials: self.ascii_specials,
             ctl,
             failed: AtomicUsize::new(usize::MAX),
-            appender,
+            sink,
         };
         let results: Vec<Result<(), TaskFailure>> = chunks
             .par_iter()
             .zip(states.par_iter())
             .enumerate()
             .map(|(i, (range, &state))| {
-                let r = task::run(&ctx, i, first_unit + i, range.clone(), state)
-                    .map(|unit: Unit| appender.accept(first_unit + i, unit));
+                let r = task::run(&ctx, i, range.clone(), state).and_then(|(buffers, sites)| {
+                    Ok(sink.take(first_unit + i, buffers, sites, ctx.whole_input())?)
+                });
                 if r.is_err() {
                     ctx.failed.fetch_min(i, Relaxed);
                 }
@@ -334,7 +335,7 @@ impl<'a> CsvParse<'a> {
                 Err(TaskFailure::Abandoned) => {
                     return Err(if ctl.cancel.load(Relaxed) {
                         LoadError::Cancelled
-                    } else if appender.merge_failed() {
+                    } else if sink.failed() {
                         // the merge step's error is the load's (see Appender::run)
                         LoadError::Options("a merge step failed".into())
                     } else {

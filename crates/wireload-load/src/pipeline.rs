@@ -19,13 +19,13 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::Instant;
 
 use wireload_csv::{BOM, ScanConfig, last_record_end, line_of, reference::first_record, skip_bom};
-use wireload_storage::Table;
+use wireload_storage::{Table, TableDef};
 
 use crate::error::{LoadError, Position};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
 use crate::pool::install;
-use crate::publish::{Appender, Published};
+use crate::publish::{Appender, Published, Sink};
 use crate::source::{Block, Blocks, Input, Source};
 
 /// See [`crate::load_into`].
@@ -89,16 +89,34 @@ pub(crate) fn load(
 /// Loads a stream window by window; returns (bytes read, units, what was published).
 fn stream(
     table: &Table,
-    mut blocks: Blocks,
+    blocks: Blocks,
     scan: &ScanConfig,
     opts: &LoadOptions,
     ctl: &LoadControl,
     file: &str,
 ) -> Result<(u64, usize, Published), LoadError> {
+    let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
+    let threads = install(opts.threads, rayon::current_num_threads)?;
+    let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
+        stream_windows(table.def(), blocks, scan, opts, ctl, file, appender)
+    })?;
+    Ok((byte, units, published))
+}
+
+/// Parses a stream window by window, handing each chunk's buffers to `sink`; returns
+/// (bytes read, units).
+pub(crate) fn stream_windows(
+    def: &TableDef,
+    mut blocks: Blocks,
+    scan: &ScanConfig,
+    opts: &LoadOptions,
+    ctl: &LoadControl,
+    file: &str,
+    sink: &dyn Sink,
+) -> Result<(u64, usize), LoadError> {
     if let Some(size) = blocks.size() {
         ctl.bytes_total.store(size, Relaxed);
     }
-    let def = table.def();
     let mut window = Block::default();
     let mut eof = false;
     // the first window: a block (or 1 MiB) for a sample, the whole BOM, and the whole
@@ -131,8 +149,6 @@ fn stream(
         file.to_string(),
         &window.bytes()[start..sample_end],
     )?;
-    let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
-    let threads = install(opts.threads, rayon::current_num_threads)?;
     let recycler = blocks.recycler();
     let (tx, windows) = sync_channel(1);
     let cutting = Cutting {
@@ -149,43 +165,41 @@ fn stream(
             threads: 1,
             message: e.to_string(),
         })?;
-    let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
-        let (mut byte, mut units) = (0u64, 0usize);
-        loop {
-            if ctl.cancel.load(Relaxed) {
-                return Err(LoadError::Cancelled);
-            }
-            if appender.merge_failed() {
-                // the load fails with the merge step's error: read no more
-                return Err(LoadError::Options("a merge step failed".into()));
-            }
-            let w = match windows.recv() {
-                Ok(Ok(Some(w))) => w,
-                Ok(Ok(None)) => break,
-                Ok(Err(e)) => return Err(e),
-                Err(_) => {
-                    return Err(LoadError::Options(
-                        "internal: the stream's cutting thread stopped early".into(),
-                    ));
-                }
-            };
-            let records = Records {
-                data: &w.block.bytes()[..w.cut],
-                start: w.start,
-                chunks: w.chunks,
-                lines: Some(w.lines),
-                origin: w.origin,
-            };
-            // parsed on the pool while the cutting thread prepares the next window
-            units += install(opts.threads, || {
-                parse.parse_window(records, units, appender, ctl)
-            })??;
-            byte = w.origin.byte + w.cut as u64;
-            recycler.recycle(w.block);
+    let (mut byte, mut units) = (0u64, 0usize);
+    loop {
+        if ctl.cancel.load(Relaxed) {
+            return Err(LoadError::Cancelled);
         }
-        Ok((byte, units))
-    })?;
-    Ok((byte, units, published))
+        if sink.failed() {
+            // the load fails with the consumer's error: read no more
+            return Err(LoadError::Options("a merge step failed".into()));
+        }
+        let w = match windows.recv() {
+            Ok(Ok(Some(w))) => w,
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(LoadError::Options(
+                    "internal: the stream's cutting thread stopped early".into(),
+                ));
+            }
+        };
+        sink.ready()?;
+        let records = Records {
+            data: &w.block.bytes()[..w.cut],
+            start: w.start,
+            chunks: w.chunks,
+            lines: Some(w.lines),
+            origin: w.origin,
+        };
+        // parsed on the pool while the cutting thread prepares the next window
+        units += install(opts.threads, || {
+            parse.parse_window(records, units, sink, ctl)
+        })??;
+        byte = w.origin.byte + w.cut as u64;
+        recycler.recycle(w.block);
+    }
+    Ok((byte, units))
 }
 
 /// A window cut and chunked, ready to parse.

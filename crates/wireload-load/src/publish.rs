@@ -24,7 +24,7 @@ use crate::indexing::{BufferKeyError, LoadIndexes, rebuild_indexes, version_row}
 use crate::merge::{InsertMerge, chunk_merge, copy_merge};
 use crate::options::{LoadControl, MergeStrategy, Schedule};
 use crate::partition::split_partitions;
-use crate::pool::{install, merge_pool};
+use crate::pool::{install, merge_pool, pool_cpu_seconds, thread_cpu_seconds};
 
 /// What a parse stage hands to the append/publish stage: one buffer per table partition
 /// (None when it got no rows), their buffer indexes, and where their rows came from.
@@ -166,6 +166,51 @@ fn record_start(data: &[u8], scan: &ScanConfig, columns: usize, n: usize) -> Opt
     }
 }
 
+/// Where a CSV parse hands the partition buffers of each chunk: the append/publish stage
+/// ([`Appender`]), or a consumer of fragments (a Shared Loading client).
+pub trait Sink: Sync {
+    /// True when the buffers must say where their rows came from ([`Sites`]).
+    fn wants_sites(&self) -> bool;
+    /// True when the consumer failed: the parse may stop (its error is the consumer's).
+    fn failed(&self) -> bool;
+    /// Takes the partition buffers of chunk `n` (numbers dense from 0 in input order, from
+    /// any thread); `input` is the whole input when the parse has it.
+    fn take(
+        &self,
+        n: usize,
+        buffers: Vec<Option<RecordBatch>>,
+        sites: Sites,
+        input: Option<&[u8]>,
+    ) -> Result<(), LoadError>;
+    /// Waits until the consumer can take another window of chunks (streamed inputs call it
+    /// before each window); an error stops the parse.
+    fn ready(&self) -> Result<(), LoadError> {
+        Ok(())
+    }
+}
+
+impl Sink for Appender<'_> {
+    fn wants_sites(&self) -> bool {
+        self.track_sites
+    }
+
+    fn failed(&self) -> bool {
+        self.merge_failed()
+    }
+
+    fn take(
+        &self,
+        n: usize,
+        buffers: Vec<Option<RecordBatch>>,
+        sites: Sites,
+        input: Option<&[u8]>,
+    ) -> Result<(), LoadError> {
+        let unit = self.unit(n, buffers, sites, input)?;
+        self.accept(n, unit);
+        Ok(())
+    }
+}
+
 /// The append/publish stage of one load. Parsing and indexing run beside every other
 /// reader and writer; the merge steps build the next version privately and only the
 /// publication takes the table's writer lock ([`Appender::publish`], [`Appender::run`]).
@@ -210,6 +255,9 @@ struct Merged {
     steps: usize,
     /// when the first merge step began
     started: Option<Instant>,
+    /// CPU seconds of the merge steps (interleaved schedule: the merge pool's and the
+    /// merger's)
+    cpu_seconds: f64,
 }
 
 impl<'t> Appender<'t> {
@@ -481,7 +529,10 @@ impl<'t> Appender<'t> {
             if ctl.cancel.load(Relaxed) {
                 return Err(LoadError::Cancelled);
             }
-            if let Err(e) = pool.install(|| self.merge_step(&mut merged, step, input)) {
+            let (cpu0, own0) = (pool_cpu_seconds(&pool), thread_cpu_seconds());
+            let stepped = pool.install(|| self.merge_step(&mut merged, step, input));
+            merged.cpu_seconds += pool_cpu_seconds(&pool) - cpu0 + thread_cpu_seconds() - own0;
+            if let Err(e) = stepped {
                 self.merge_failed.store(true, Relaxed);
                 return Err(e);
             }
@@ -632,6 +683,7 @@ impl<'t> Appender<'t> {
             return Err(LoadError::Cancelled);
         }
         let started = merged.started.unwrap_or_else(Instant::now);
+        let (cpu_seconds, own0) = (merged.cpu_seconds, thread_cpu_seconds());
         let def = self.table.def();
         let base = &self.base;
         let mut next = merged.version;
@@ -675,6 +727,7 @@ impl<'t> Appender<'t> {
             rows: merged.rows,
             merge_seconds: started.elapsed().as_secs_f64(),
             merge_steps: merged.steps,
+            merge_cpu_seconds: cpu_seconds + thread_cpu_seconds() - own0,
         })
     }
 
@@ -708,6 +761,7 @@ impl Merged {
             units: 0,
             steps: 0,
             started: None,
+            cpu_seconds: 0.0,
         }
     }
 }
@@ -722,4 +776,8 @@ pub struct Published {
     pub merge_seconds: f64,
     /// Merge steps taken.
     pub merge_steps: usize,
+    /// CPU seconds of the merge steps and the publication, where measured: the interleaved
+    /// schedule's merge pool and merger, and the publishing thread (0 for the deferred
+    /// schedule's steps, which run on the parse's pool).
+    pub merge_cpu_seconds: f64,
 }

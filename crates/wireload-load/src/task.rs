@@ -12,7 +12,7 @@ use wireload_types::{ColumnBuilder, Field};
 use crate::error::LoadError;
 use crate::parse::LoadCtx;
 use crate::partition::partition_ids;
-use crate::publish::{Sites, Unit};
+use crate::publish::Sites;
 
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;
@@ -31,14 +31,17 @@ impl From<LoadError> for TaskFailure {
     }
 }
 
-/// Runs the task of chunk `index` of the window, which becomes unit `unit` of the load.
+/// What a chunk task makes: one buffer per partition (None when it got no rows) and where
+/// their rows came from.
+pub(crate) type Buffers = (Vec<Option<RecordBatch>>, Sites);
+
+/// Runs the task of chunk `index` of the window.
 pub(crate) fn run(
     ctx: &LoadCtx<'_>,
     index: usize,
-    unit: usize,
     range: Range<usize>,
     state: QuoteState,
-) -> Result<Unit, TaskFailure> {
+) -> Result<Buffers, TaskFailure> {
     let data = ctx.data;
     let start = if index == 0 {
         range.start
@@ -48,9 +51,7 @@ pub(crate) fn run(
     let nparts = ctx.partitions;
     if start >= range.end {
         ctx.ctl.bytes_done.fetch_add(range.len() as u64, Relaxed);
-        return Ok(ctx
-            .appender
-            .unit(unit, vec![None; nparts], Sites::None, None)?);
+        return Ok((vec![None; nparts], Sites::None));
     }
     let ncols = ctx.columns.len();
     let sizing = ctx.hints.sizing(range.len());
@@ -73,7 +74,7 @@ pub(crate) fn run(
     let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
     let mut batch = FieldBatch::new(ncols);
     let mut part_rows = vec![0usize; nparts];
-    let track_rows = ctx.appender.wants_sites();
+    let track_rows = ctx.sink.wants_sites();
     // a streamed input is gone when keys are merged: count the rows' lines now
     let track_lines = track_rows && !ctx.origin.whole;
     let mut row_starts: Vec<Vec<u32>> = vec![Vec::new(); nparts];
@@ -89,10 +90,7 @@ pub(crate) fn run(
     let mut bounds: Vec<usize> = Vec::new();
     let mut done_at = range.start;
     loop {
-        if ctx.ctl.cancel.load(Relaxed)
-            || ctx.failed.load(Relaxed) < index
-            || ctx.appender.merge_failed()
-        {
+        if ctx.ctl.cancel.load(Relaxed) || ctx.failed.load(Relaxed) < index || ctx.sink.failed() {
             return Err(TaskFailure::Abandoned);
         }
         let more = match scanner.next_batch(&mut batch, BATCH_ROWS) {
@@ -210,8 +208,7 @@ pub(crate) fn run(
     } else {
         Sites::None
     };
-    // the buffer indexes: keys of each partition buffer, one segment per buffer
-    Ok(ctx.appender.unit(unit, buffers, sites, ctx.whole_input())?)
+    Ok((buffers, sites))
 }
 
 /// The error of the first invalid field in input order (row by row, then column by column),

@@ -1,1 +1,877 @@
-//! (being written)
+//! The Shared Loading client. Three stages, each on its own threads:
+//!
+//! 1. *deserialize*: the loader's CSV parse stage ([`wireload_load::parse_source`]) reads
+//!    the files as streams, window after window, and cuts them into chunks; each chunk
+//!    becomes a columnar fragment, validated exactly as a local load validates (errors name
+//!    file, line, column and byte, before anything of the fragment is sent);
+//! 2. *sort and compress* (one thread with a pool of its own): fragments in file order are
+//!    grouped into partitions of `fragments_per_partition`; per fragment column the mode
+//!    decides whether the client encodes it; the encoded fragment columns of a partition
+//!    get one sorted dictionary (the fragments' temporary dictionaries merged) and codes
+//!    into it; fragments that need no dictionary go out at once;
+//! 3. *transfer*: frames ([`crate::protocol`]) stream over one Flight `DoPut` call through
+//!    a token bucket ([`crate::throttle`]); the server's progress replies feed `auto`.
+//!
+//! Memory stays bounded: the parse waits while more than `partitions_in_flight`
+//! partitions' fragments are parsed and not yet sent.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use arrow::array::{Array, ArrayRef, AsArray, make_array};
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::RecordBatch;
+use arrow_flight::flight_service_client::FlightServiceClient;
+use arrow_flight::{FlightData, FlightDescriptor};
+use futures::{SinkExt, StreamExt};
+use prost::Message;
+use rayon::prelude::*;
+use wireload_load::{
+    Dialect, LoadControl, LoadError, LoadOptions, Sink, Sites, Source, pool_cpu_seconds,
+    thread_cpu_seconds,
+};
+use wireload_storage::dictionary::{FragmentColumn, merge_column};
+use wireload_storage::{Partitioning, TableDef};
+use wireload_types::{ColumnDef, TableSchema};
+
+use crate::PushError;
+use crate::account::process_cpu_seconds;
+use crate::hll::DEFAULT_PRECISION;
+use crate::protocol::{
+    Described, Frame, Hello, Mode, PUSH_TYPE_URL, Reply, Steps, WireDialect, column_batch,
+    encode_batch, from_json, to_json,
+};
+use crate::size::estimate;
+use crate::throttle::{Bandwidth, channel};
+
+/// How to push.
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    /// The server's Flight address, `http://host:port`.
+    pub server: String,
+    /// The table to load into.
+    pub table: String,
+    /// Where the work is done (not `pipe`: see [`crate::pipe`]).
+    pub mode: Mode,
+    /// User and password (HTTP Basic on the call); None: a server trusting local clients.
+    pub credentials: Option<(String, String)>,
+    /// The files' CSV dialect.
+    pub dialect: Dialect,
+    /// Bytes of file per fragment (the paper: 10 MiB).
+    pub chunk_bytes: usize,
+    /// Fragments per partition (the paper: 50).
+    pub fragments_per_partition: usize,
+    /// Partitions parsed and not yet sent before the parse waits (the paper: 7).
+    pub partitions_in_flight: usize,
+    /// Client threads for deserializing and for compressing.
+    pub threads: usize,
+    /// A token bucket on the socket.
+    pub bandwidth: Option<Bandwidth>,
+    /// LZ4 on payloads.
+    pub lz4: bool,
+    /// HyperLogLog precision of `size`.
+    pub hll_precision: u8,
+}
+
+impl PushOptions {
+    /// The paper's defaults for pushing into `table` at `server` in `mode`.
+    pub fn new(server: impl Into<String>, table: impl Into<String>, mode: Mode) -> Self {
+        PushOptions {
+            server: server.into(),
+            table: table.into(),
+            mode,
+            credentials: None,
+            dialect: Dialect::default(),
+            chunk_bytes: 10 << 20,
+            fragments_per_partition: 50,
+            partitions_in_flight: 7,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            bandwidth: None,
+            lz4: false,
+            hll_precision: DEFAULT_PRECISION,
+        }
+    }
+}
+
+/// What a push did, on both sides.
+#[derive(Debug, Clone, Default)]
+pub struct PushReport {
+    /// Rows loaded.
+    pub rows: u64,
+    /// Bytes of the input files.
+    pub file_bytes: u64,
+    /// Bytes the client wrote to its socket (frames, protocol overhead, TLS).
+    pub bytes_sent: u64,
+    /// Wall seconds from the start to the server's publication.
+    pub seconds: f64,
+    /// The client process's CPU seconds (getrusage user + system).
+    pub client_cpu_s: f64,
+    /// The client's CPU seconds per step.
+    pub client_steps: Steps,
+    /// The server's CPU seconds per step (its own accounting of this load).
+    pub server_steps: Steps,
+    /// Fragment columns sent encoded, of all fragment columns that could have been.
+    pub encoded_columns: (u64, u64),
+}
+
+impl PushReport {
+    /// Throughput over the file's bytes, MB/s.
+    pub fn mb_per_s(&self) -> f64 {
+        self.file_bytes as f64 / 1e6 / self.seconds.max(1e-9)
+    }
+}
+
+/// Pushes `files` (in order, one atomic load) into a table of a wireload server.
+pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushError> {
+    if opts.mode == Mode::Pipe {
+        return Err(PushError::Options(
+            "pipe mode talks the PostgreSQL protocol: use crate::pipe".into(),
+        ));
+    }
+    if files.is_empty() {
+        return Err(PushError::Options("no file to push".into()));
+    }
+    let started = Instant::now();
+    let cpu0 = process_cpu_seconds();
+    let file_bytes = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()))
+        .sum::<Result<u64, _>>()
+        .map_err(|e| PushError::io("reading the files' sizes", e))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .thread_name("wireload-push-net")
+        .build()
+        .map_err(|e| PushError::io("starting the network runtime", e))?;
+    let sent = Arc::new(AtomicU64::new(0));
+    let (frames_tx, frames_rx) = futures::channel::mpsc::channel::<FlightData>(4);
+    let hello = Hello {
+        table: opts.table.clone(),
+        mode: opts.mode,
+        file: files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        dialect: (opts.mode == Mode::Seq).then(|| WireDialect {
+            delimiter: opts.dialect.delimiter,
+            quote: opts.dialect.quote,
+            escape: opts.dialect.escape,
+            header: opts.dialect.header,
+            null: opts.dialect.null.clone(),
+        }),
+    };
+    let feedback = Arc::new(Feedback::default());
+    // the call: descriptor first, then whatever the stages send; replies come back
+    let (described_tx, described_rx) = sync_channel::<Result<Described, PushError>>(1);
+    let call = {
+        let opts = opts.clone();
+        let sent = Arc::clone(&sent);
+        let feedback = Arc::clone(&feedback);
+        rt.spawn(async move { call(&opts, hello, sent, frames_rx, described_tx, feedback).await })
+    };
+    let described = match described_rx.recv() {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(match rt.block_on(call) {
+                Ok(Err(e)) => e,
+                _ => PushError::Transport("the call ended before the server answered".into()),
+            });
+        }
+    };
+    let out = Outbox {
+        tx: Mutex::new(frames_tx),
+        payload: AtomicU64::new(0),
+        blocked_ns: AtomicU64::new(0),
+    };
+    let sent_result = match opts.mode {
+        Mode::Seq => send_file(files, opts, &out),
+        _ => send_fragments(files, opts, &described, &out, &feedback),
+    };
+    // closing the stream ends the call: after an end frame the server publishes, without
+    // one it refuses the load
+    drop(out);
+    let mut client = match sent_result {
+        Ok(c) => c,
+        Err(e) => {
+            // the server refuses the unfinished push; the client's error is the one to show
+            let _ = rt.block_on(call);
+            return Err(e);
+        }
+    };
+    let done = rt
+        .block_on(call)
+        .map_err(|e| PushError::Transport(format!("the call's task failed: {e}")))??;
+    let Reply::Done {
+        rows,
+        steps: server_steps,
+        ..
+    } = done
+    else {
+        return Err(PushError::Protocol(
+            "the server's last reply is not Done".into(),
+        ));
+    };
+    let client_cpu_s = process_cpu_seconds() - cpu0;
+    client
+        .steps
+        .add("transfer", (client_cpu_s - client.steps.total()).max(0.0));
+    Ok(PushReport {
+        rows,
+        file_bytes,
+        bytes_sent: sent.load(Relaxed),
+        seconds: started.elapsed().as_secs_f64(),
+        client_cpu_s,
+        client_steps: client.steps,
+        server_steps,
+        encoded_columns: client.encoded,
+    })
+}
+
+/// The `DoPut` call: sends the descriptor and then `frames`, reads the replies (the
+/// description goes to `described`, progress to `feedback`), returns the final reply.
+async fn call(
+    opts: &PushOptions,
+    hello: Hello,
+    sent: Arc<AtomicU64>,
+    frames: futures::channel::mpsc::Receiver<FlightData>,
+    described: SyncSender<Result<Described, PushError>>,
+    feedback: Arc<Feedback>,
+) -> Result<Reply, PushError> {
+    let fail = |e: PushError| {
+        let _ = described.try_send(Err(PushError::Transport(e.to_string())));
+        e
+    };
+    let ch = channel(&opts.server, opts.bandwidth, sent)
+        .await
+        .map_err(fail)?;
+    let mut client = FlightServiceClient::new(ch)
+        .max_decoding_message_size(1 << 30)
+        .max_encoding_message_size(1 << 30);
+    let any = arrow_flight::sql::Any {
+        type_url: PUSH_TYPE_URL.into(),
+        value: to_json(&hello).into(),
+    };
+    let first = FlightData {
+        flight_descriptor: Some(FlightDescriptor::new_cmd(any.encode_to_vec())),
+        ..FlightData::default()
+    };
+    let stream = futures::stream::once(async move { first }).chain(frames);
+    let mut request = tonic::Request::new(stream);
+    if let Some((user, password)) = &opts.credentials {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let value = format!("Basic {token}").parse().map_err(|_| {
+            fail(PushError::Options(
+                "credentials not valid in a header".into(),
+            ))
+        })?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    let refused = |s: tonic::Status| PushError::Refused(s.message().to_string());
+    let mut replies = client
+        .do_put(request)
+        .await
+        .map_err(|s| fail(refused(s)))?
+        .into_inner();
+    let mut last = None;
+    while let Some(r) = replies.next().await {
+        let r = r.map_err(|s| fail(refused(s)))?;
+        match from_json::<Reply>(&r.app_metadata).map_err(fail)? {
+            Reply::Described(d) => {
+                let _ = described.try_send(Ok(d));
+            }
+            Reply::Progress {
+                fragments,
+                steps,
+                busy,
+            } => feedback.update(fragments, steps.total(), busy),
+            done @ Reply::Done { .. } => last = Some(done),
+        }
+    }
+    last.ok_or_else(|| {
+        fail(PushError::Transport(
+            "the server closed the call without a final answer".into(),
+        ))
+    })
+}
+
+/// The server's latest progress, for `auto`.
+#[derive(Debug, Default)]
+struct Feedback {
+    state: Mutex<(u64, f64, f64)>,
+}
+
+impl Feedback {
+    fn update(&self, fragments: u64, cpu: f64, busy: f64) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (fragments, cpu, busy);
+    }
+
+    /// (fragments validated, server CPU seconds so far, busy fraction of its CPUs)
+    fn get(&self) -> (u64, f64, f64) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where the stages put frames for the call.
+struct Outbox {
+    tx: Mutex<futures::channel::mpsc::Sender<FlightData>>,
+    /// payload bytes handed over
+    payload: AtomicU64,
+    /// nanoseconds the stages waited for the network to take frames
+    blocked_ns: AtomicU64,
+}
+
+impl Outbox {
+    /// Sends one frame (waits while the network is behind).
+    fn send(&self, header: &Frame, body: Vec<u8>) -> Result<(), PushError> {
+        let data = FlightData {
+            app_metadata: to_json(header).into(),
+            data_body: body.into(),
+            ..FlightData::default()
+        };
+        self.payload.fetch_add(
+            (data.app_metadata.len() + data.data_body.len()) as u64,
+            Relaxed,
+        );
+        let t0 = Instant::now();
+        let mut tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        let r = futures::executor::block_on(tx.send(data));
+        self.blocked_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        r.map_err(|_| PushError::Transport("the connection to the server closed".into()))
+    }
+}
+
+/// What the sending stages did.
+struct Sent {
+    steps: Steps,
+    encoded: (u64, u64),
+}
+
+/// `seq`: the files' bytes as raw frames, then the end frame.
+fn send_file(files: &[PathBuf], opts: &PushOptions, out: &Outbox) -> Result<Sent, PushError> {
+    use std::io::Read;
+    if files.len() > 1 && opts.dialect.header {
+        return Err(PushError::Options(
+            "seq sends the files as one input: several files need to come without header".into(),
+        ));
+    }
+    let t0 = thread_cpu_seconds();
+    let mut offset = 0u64;
+    let mut buf = vec![0u8; opts.chunk_bytes.clamp(64 << 10, 32 << 20)];
+    for f in files {
+        let mut file =
+            File::open(f).map_err(|e| PushError::io(format!("opening {}", f.display()), e))?;
+        loop {
+            let n = read_full(&mut file, &mut buf)
+                .map_err(|e| PushError::io(format!("reading {}", f.display()), e))?;
+            if n == 0 {
+                break;
+            }
+            let body = if opts.lz4 {
+                lz4_flex::compress_prepend_size(&buf[..n])
+            } else {
+                buf[..n].to_vec()
+            };
+            let header = Frame::Raw {
+                offset,
+                len: n as u64,
+                lz4: opts.lz4,
+            };
+            out.send(&header, body)?;
+            offset += n as u64;
+        }
+    }
+    out.send(
+        &Frame::End {
+            fragments: 0,
+            rows: 0,
+            bytes: offset,
+        },
+        Vec::new(),
+    )?;
+    let mut steps = Steps::default();
+    steps.add("read", thread_cpu_seconds() - t0);
+    fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match file.read(&mut buf[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    }
+    Ok(Sent {
+        steps,
+        encoded: (0, 0),
+    })
+}
+
+/// The client's table: the server's columns, one partition (the server partitions).
+fn client_def(described: &Described) -> Result<TableDef, PushError> {
+    let schema = TableSchema {
+        columns: described
+            .columns
+            .iter()
+            .map(|c| ColumnDef {
+                name: c.name.clone(),
+                ty: c.ty,
+                nullable: c.nullable,
+            })
+            .collect(),
+    };
+    TableDef::new(described.table.clone(), schema, Partitioning::Single)
+        .map_err(|e| PushError::Protocol(format!("the server's table description: {e}")))
+}
+
+/// Fragments parsed and not yet taken by the compress stage, and the wait for room.
+struct Parsed {
+    tx: SyncSender<(usize, RecordBatch)>,
+    /// fragment numbers of earlier files
+    base: AtomicUsize,
+    /// fragments parsed / sent
+    parsed: AtomicUsize,
+    sent: Arc<(Mutex<usize>, Condvar)>,
+    limit: usize,
+    stop: Arc<AtomicBool>,
+}
+
+impl Sink for Parsed {
+    fn wants_sites(&self) -> bool {
+        false
+    }
+
+    fn failed(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    fn take(
+        &self,
+        n: usize,
+        buffers: Vec<Option<RecordBatch>>,
+        _sites: Sites,
+        _input: Option<&[u8]>,
+    ) -> Result<(), LoadError> {
+        let batch = buffers.into_iter().next().flatten();
+        let batch = match batch {
+            Some(b) => b,
+            // a chunk without a record start still numbers a fragment: an empty one
+            None => RecordBatch::new_empty(Arc::new(Schema::empty())),
+        };
+        self.parsed.fetch_add(1, Relaxed);
+        self.tx
+            .send((self.base.load(Relaxed) + n, batch))
+            .map_err(|_| LoadError::Options("the compress stage stopped".into()))
+    }
+
+    fn ready(&self) -> Result<(), LoadError> {
+        let (lock, cv) = &*self.sent;
+        let mut sent = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while self.parsed.load(Relaxed) > *sent + self.limit && !self.stop.load(Relaxed) {
+            sent = cv.wait(sent).unwrap_or_else(|p| p.into_inner());
+        }
+        Ok(())
+    }
+}
+
+/// The fragment modes: parse, decide, compress, send.
+fn send_fragments(
+    files: &[PathBuf],
+    opts: &PushOptions,
+    described: &Described,
+    out: &Outbox,
+    feedback: &Feedback,
+) -> Result<Sent, PushError> {
+    let def = client_def(described)?;
+    let threads = opts.threads.max(1);
+    let parse_pool = wireload_load::pool(threads)?;
+    let compress_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("wireload-push-compress-{i}"))
+        .build()
+        .map_err(|e| PushError::Options(format!("cannot start threads: {e}")))?;
+    let load_opts = LoadOptions {
+        dialect: opts.dialect.clone(),
+        chunk_size: Some(opts.chunk_bytes.max(4096)),
+        threads: Some(threads),
+        ..LoadOptions::default()
+    };
+    let (tx, rx) = sync_channel::<(usize, RecordBatch)>(opts.fragments_per_partition.max(1) * 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent_count = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let sink = Parsed {
+        tx,
+        base: AtomicUsize::new(0),
+        parsed: AtomicUsize::new(0),
+        sent: Arc::clone(&sent_count),
+        limit: opts.fragments_per_partition.max(1) * opts.partitions_in_flight.max(1),
+        stop: Arc::clone(&stop),
+    };
+    let parse_cpu0 = pool_cpu_seconds(&parse_pool);
+    let ctl = LoadControl::default();
+    let window = opts.chunk_bytes.max(4096) * (threads * 2).max(2);
+    let compress = Compress {
+        def: &def,
+        described,
+        opts,
+        out,
+        feedback,
+        pool: &compress_pool,
+        steps: Steps::default(),
+        encoded: (0, 0),
+        next_partition: 0,
+        fragments: 0,
+        rows: 0,
+        sent_count: &sent_count,
+    };
+    let (parsed, compressed) = std::thread::scope(|s| {
+        let compressing = std::thread::Builder::new()
+            .name("wireload-push-compress".into())
+            .spawn_scoped(s, move || compress.run(rx));
+        let compressing = match compressing {
+            Ok(h) => h,
+            Err(e) => return (Err(PushError::io("starting a thread", e)), None),
+        };
+        let mut bytes = 0u64;
+        let parsed = files.iter().try_for_each(|f| {
+            let file =
+                File::open(f).map_err(|e| PushError::io(format!("opening {}", f.display()), e))?;
+            let source = Source::reader_in_blocks(f.display().to_string(), file, window);
+            let (b, units) = wireload_load::parse_source(&def, &source, &load_opts, &ctl, &sink)?;
+            bytes += b;
+            sink.base.fetch_add(units, Relaxed);
+            Ok::<_, PushError>(())
+        });
+        if parsed.is_err() {
+            stop.store(true, Relaxed);
+        }
+        drop(sink);
+        let compressed = compressing
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (parsed.map(|()| bytes), Some(compressed))
+    });
+    let bytes = parsed?;
+    let mut compress = compressed.expect("the compress stage ran")?;
+    compress.send_end(bytes)?;
+    compress
+        .steps
+        .add("deserialize", pool_cpu_seconds(&parse_pool) - parse_cpu0);
+    Ok(Sent {
+        steps: compress.steps,
+        encoded: compress.encoded,
+    })
+}
+
+/// The sort and compress stage.
+struct Compress<'a> {
+    def: &'a TableDef,
+    described: &'a Described,
+    opts: &'a PushOptions,
+    out: &'a Outbox,
+    feedback: &'a Feedback,
+    pool: &'a rayon::ThreadPool,
+    steps: Steps,
+    encoded: (u64, u64),
+    next_partition: u64,
+    fragments: u64,
+    rows: u64,
+    sent_count: &'a (Mutex<usize>, Condvar),
+}
+
+impl Compress<'_> {
+    /// Takes fragments in any order, sends partitions in file order; returns itself to
+    /// send the end frame.
+    fn run(mut self, rx: Receiver<(usize, RecordBatch)>) -> Result<Self, PushError> {
+        let per = self.opts.fragments_per_partition.max(1);
+        let mut waiting: BTreeMap<usize, RecordBatch> = BTreeMap::new();
+        let mut next = 0usize;
+        let mut group: Vec<RecordBatch> = Vec::with_capacity(per);
+        let mut decider = Decider::new(self.opts, self.described);
+        for (n, batch) in rx {
+            waiting.insert(n, batch);
+            while let Some(b) = waiting.remove(&next) {
+                next += 1;
+                group.push(b);
+                // a fragment that needs no dictionary need not wait for its partition
+                if group.len() == per || decider.streams(self.out, self.feedback) {
+                    let g = std::mem::take(&mut group);
+                    self.partition(g, &mut decider)?;
+                }
+            }
+        }
+        if !waiting.is_empty() {
+            return Err(PushError::Options(
+                "internal: fragments missing before the end of the input".into(),
+            ));
+        }
+        if !group.is_empty() {
+            self.partition(group, &mut decider)?;
+        }
+        Ok(self)
+    }
+
+    /// Decides, compresses and sends one partition's fragments.
+    fn partition(
+        &mut self,
+        fragments: Vec<RecordBatch>,
+        decider: &mut Decider,
+    ) -> Result<(), PushError> {
+        let partition = self.next_partition;
+        self.next_partition += 1;
+        let ncols = self.def.schema.columns.len();
+        let fragments: Vec<RecordBatch> = fragments
+            .into_iter()
+            .filter(|b| b.num_rows() > 0 && b.num_columns() == ncols)
+            .collect();
+        let pool = self.pool;
+        let cpu = || thread_cpu_seconds() + pool_cpu_seconds(pool);
+        // the decision per fragment column
+        let cpu0 = cpu();
+        let plan: Vec<Vec<bool>> = decider.decide(&fragments, self.out, self.feedback, self.pool);
+        let cpu1 = cpu();
+        self.steps.add("decide", cpu1 - cpu0);
+        for p in &plan {
+            self.encoded.0 += p.iter().filter(|&&e| e).count() as u64;
+            self.encoded.1 += self
+                .described
+                .columns
+                .iter()
+                .filter(|c| c.encodable)
+                .count() as u64;
+        }
+        // sort and compress: one dictionary per column over the fragments that encode it
+        let columns: Vec<usize> = (0..ncols).filter(|&c| plan.iter().any(|p| p[c])).collect();
+        let merged: Vec<Result<(usize, ArrayRef, Vec<ArrayRef>), PushError>> =
+            self.pool.install(|| {
+                columns
+                    .par_iter()
+                    .map(|&c| {
+                        let incoming: Vec<FragmentColumn> = fragments
+                            .iter()
+                            .zip(&plan)
+                            .filter(|(_, p)| p[c])
+                            .map(|(f, _)| FragmentColumn::Plain(Arc::clone(f.column(c))))
+                            .collect();
+                        let m = merge_column(None, &[], incoming).map_err(|e| {
+                            PushError::Options(format!(
+                                "column \"{}\": cannot build its dictionary: {e}",
+                                self.def.schema.columns[c].name
+                            ))
+                        })?;
+                        let codes = m
+                            .incoming
+                            .iter()
+                            .map(|a| {
+                                let d = a.as_any_dictionary();
+                                make_array(d.keys().to_data())
+                            })
+                            .collect();
+                        Ok((c, m.dictionary, codes))
+                    })
+                    .collect()
+            });
+        let mut dictionaries = Vec::with_capacity(merged.len());
+        for m in merged {
+            dictionaries.push(m?);
+        }
+        self.steps.add("sort+compress", cpu() - cpu1);
+        // transfer: dictionaries first, then fragment after fragment
+        let t_ser = thread_cpu_seconds();
+        let mut ser = 0.0;
+        for (c, dictionary, _) in &dictionaries {
+            let body = encode_batch(
+                &column_batch(&self.def.schema.columns[*c].name, Arc::clone(dictionary))?,
+                self.opts.lz4,
+            )?;
+            ser += thread_cpu_seconds() - t_ser;
+            self.out.send(
+                &Frame::Dictionary {
+                    partition,
+                    column: *c,
+                    entries: dictionary.len() as u64,
+                },
+                body,
+            )?;
+        }
+        let mut next_code = vec![0usize; ncols];
+        for (f, p) in fragments.iter().zip(&plan) {
+            let t0 = thread_cpu_seconds();
+            let mut arrays: Vec<ArrayRef> = f.columns().to_vec();
+            let mut encoded = Vec::new();
+            for (c, _, codes) in &dictionaries {
+                if p[*c] {
+                    arrays[*c] = Arc::clone(&codes[next_code[*c]]);
+                    next_code[*c] += 1;
+                    encoded.push(*c);
+                }
+            }
+            let fields: Vec<Field> = self
+                .def
+                .schema
+                .columns
+                .iter()
+                .zip(&arrays)
+                .map(|(col, a)| Field::new(&col.name, a.data_type().clone(), col.nullable))
+                .collect();
+            let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+                .map_err(|e| PushError::Protocol(format!("a fragment batch: {e}")))?;
+            let body = encode_batch(&batch, self.opts.lz4)?;
+            ser += thread_cpu_seconds() - t0;
+            let rows = batch.num_rows() as u64;
+            self.out.send(
+                &Frame::Fragment {
+                    partition,
+                    fragment: self.fragments,
+                    rows,
+                    encoded,
+                },
+                body,
+            )?;
+            self.fragments += 1;
+            self.rows += rows;
+        }
+        self.steps.add("serialize", ser);
+        let (lock, cv) = self.sent_count;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) += decider.consumed(fragments.len());
+        cv.notify_all();
+        Ok(())
+    }
+
+    /// The end frame: what was sent.
+    fn send_end(&mut self, bytes: u64) -> Result<(), PushError> {
+        self.out.send(
+            &Frame::End {
+                fragments: self.fragments,
+                rows: self.rows,
+                bytes,
+            },
+            Vec::new(),
+        )
+    }
+}
+
+/// The per fragment column decision of a mode.
+struct Decider {
+    mode: Mode,
+    encodable: Vec<bool>,
+    precision: u8,
+    /// `auto`'s current choice (a static mode's behaviour)
+    current: Mode,
+    /// fragments handed over since the last partition (empty fragments included)
+    taken: usize,
+    bandwidth: Option<Bandwidth>,
+    blocked_at: (u64, Instant),
+}
+
+impl Decider {
+    fn new(opts: &PushOptions, described: &Described) -> Self {
+        let initial = match opts.mode {
+            // no measurement yet: a slow link makes bytes count first, a fast one CPU
+            Mode::Auto => match opts.bandwidth {
+                Some(b) if b.bits_per_second <= 2_000_000_000 => Mode::Size,
+                _ => Mode::None,
+            },
+            m => m,
+        };
+        Decider {
+            mode: opts.mode,
+            encodable: described.columns.iter().map(|c| c.encodable).collect(),
+            precision: opts.hll_precision,
+            current: initial,
+            taken: 0,
+            bandwidth: opts.bandwidth,
+            blocked_at: (0, Instant::now()),
+        }
+    }
+
+    /// True when the current choice encodes nothing: fragments go out one by one.
+    fn streams(&mut self, out: &Outbox, feedback: &Feedback) -> bool {
+        self.taken += 1;
+        if self.mode == Mode::Auto {
+            self.adapt(out, feedback);
+        }
+        self.current == Mode::None
+    }
+
+    /// Fragments consumed by the partition just sent (for the parse's memory bound).
+    fn consumed(&mut self, sent: usize) -> usize {
+        let n = self.taken.max(sent);
+        self.taken = 0;
+        n
+    }
+
+    /// `auto`: the server's CPUs busy with other work (queries) → the client transforms
+    /// everything; the network the bottleneck (the stages wait for it most of the time) →
+    /// the client encodes where that makes fewer bytes; otherwise the client only
+    /// deserializes and the server encodes.
+    fn adapt(&mut self, out: &Outbox, feedback: &Feedback) {
+        let now = Instant::now();
+        let blocked = out.blocked_ns.load(Relaxed);
+        let span = now.duration_since(self.blocked_at.1).as_nanos() as u64;
+        if span < 200_000_000 {
+            return;
+        }
+        let waiting = (blocked - self.blocked_at.0) as f64 / span as f64;
+        self.blocked_at = (blocked, now);
+        let (_, _, busy) = feedback.get();
+        self.current = if busy > 0.75 {
+            Mode::All
+        } else if waiting > 0.5
+            || self
+                .bandwidth
+                .is_some_and(|b| b.bits_per_second <= 2_000_000_000)
+        {
+            Mode::Size
+        } else {
+            Mode::None
+        };
+    }
+
+    /// Which columns of each fragment the client encodes.
+    fn decide(
+        &mut self,
+        fragments: &[RecordBatch],
+        out: &Outbox,
+        feedback: &Feedback,
+        pool: &rayon::ThreadPool,
+    ) -> Vec<Vec<bool>> {
+        if self.mode == Mode::Auto {
+            self.adapt(out, feedback);
+        }
+        let encodable = &self.encodable;
+        match self.current {
+            Mode::All => fragments.iter().map(|_| encodable.clone()).collect(),
+            Mode::Size => {
+                let precision = self.precision;
+                pool.install(|| {
+                    fragments
+                        .par_iter()
+                        .map(|f| {
+                            (0..encodable.len())
+                                .map(|c| {
+                                    encodable[c]
+                                        && estimate(f.column(c).as_ref(), precision)
+                                            .is_some_and(|e| e.worth_encoding())
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+            }
+            _ => fragments
+                .iter()
+                .map(|_| vec![false; encodable.len()])
+                .collect(),
+        }
+    }
+}

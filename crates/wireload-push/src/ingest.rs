@@ -1,1 +1,669 @@
-//! (being written)
+//! The server side of a push: every frame is validated (header, IPC payload, schema and
+//! types, dictionaries sorted and unique with every entry used, codes in range, NOT NULL,
+//! lengths, decimal precision, fragment and row counts) and every fragment becomes a unit
+//! of the append/publish stage, whose dictionary step merges client dictionaries into the
+//! partitions' dictionaries and encodes plain fragment columns (the server's sort step). The
+//! load publishes only after the client's end frame checked out: a malformed, truncated or
+//! interrupted push publishes nothing.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, make_array};
+use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use wireload_load::{
+    Appender, Dialect, LoadControl, LoadError, LoadOptions, MergeStrategy, Schedule, Sites, Source,
+    check_pushed_column, pool, pool_cpu_seconds, thread_cpu_seconds,
+};
+use wireload_storage::{Encoding, Partitioning, Table, TableDef};
+
+use crate::PushError;
+use crate::account::MachineLoad;
+use crate::protocol::{
+    Described, Frame, Hello, Mode, Reply, Steps, WireColumn, decode_batch, from_json,
+};
+
+/// One frame as it arrived: its header (JSON) and payload.
+#[derive(Debug, Clone, Default)]
+pub struct RawFrame {
+    /// The `app_metadata`: a [`Frame`] in JSON.
+    pub header: Bytes,
+    /// The `data_body`.
+    pub body: Bytes,
+}
+
+/// What a push loaded.
+#[derive(Debug, Clone)]
+pub struct Ingested {
+    /// Rows added.
+    pub rows: u64,
+    /// Payload bytes received (headers and bodies).
+    pub bytes_received: u64,
+    /// Seconds from the first frame to the publication.
+    pub seconds: f64,
+    /// The server's CPU seconds per step.
+    pub steps: Steps,
+}
+
+impl Ingested {
+    /// The final reply of a push.
+    pub fn reply(&self) -> Reply {
+        Reply::Done {
+            rows: self.rows,
+            bytes_received: self.bytes_received,
+            seconds: self.seconds,
+            steps: self.steps.clone(),
+        }
+    }
+}
+
+/// The table as a client of a push sees it: columns and which it may send encoded.
+pub fn describe(table: &Table, max_frame_bytes: u64) -> Described {
+    let def = table.def();
+    let encodings = table.snapshot().encodings.clone();
+    let key = match def.partitioning {
+        Partitioning::Single => None,
+        Partitioning::Hash { column, .. } => Some(column),
+    };
+    Described {
+        table: def.name.clone(),
+        columns: def
+            .schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, col)| WireColumn {
+                name: col.name.clone(),
+                ty: col.ty,
+                nullable: col.nullable,
+                encodable: encodings.get(c) != Some(&Encoding::Plain)
+                    && Some(c) != key
+                    && wireload_storage::dictionary::is_supported(&col.ty.arrow_type())
+                    && wireload_storage::dictionary_type(&col.ty),
+            })
+            .collect(),
+        max_frame_bytes,
+    }
+}
+
+/// Runs one push into `table`: frames come from `frames` in order (running out before the
+/// end frame, or an error in it, fails the push), `progress` gets the `auto`
+/// mode's feedback. Validation runs on `threads` threads; publishes when the end frame
+/// checks out, and nothing otherwise.
+pub fn ingest(
+    table: &Table,
+    hello: &Hello,
+    frames: impl Iterator<Item = Result<RawFrame, PushError>> + Send,
+    progress: &(dyn Fn(Reply) + Sync),
+    ctl: &LoadControl,
+    threads: usize,
+) -> Result<Ingested, PushError> {
+    let started = Instant::now();
+    match hello.mode {
+        Mode::Seq => ingest_file(table, hello, frames, ctl, threads, started),
+        Mode::Pipe => Err(PushError::Protocol(
+            "pipe mode uses the PostgreSQL protocol's COPY, not a push".into(),
+        )),
+        _ => ingest_fragments(table, hello, frames, progress, ctl, threads, started),
+    }
+}
+
+/// A dictionary a client sent for one partition and column, and which entries codes used.
+struct ClientDictionary {
+    values: ArrayRef,
+    used: Mutex<Vec<u64>>,
+}
+
+/// State the fragment tasks share.
+struct Shared<'a> {
+    def: &'a TableDef,
+    file: &'a str,
+    encodable: Vec<bool>,
+    /// the first error (the push fails with it)
+    error: Mutex<Option<PushError>>,
+    failed: AtomicBool,
+    /// fragments being validated, and a wait for a free slot
+    in_flight: Mutex<usize>,
+    freed: Condvar,
+    validate_ns: AtomicU64,
+    validated: AtomicU64,
+}
+
+impl Shared<'_> {
+    fn fail(&self, e: PushError) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.failed.store(true, Relaxed);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ingest_fragments(
+    table: &Table,
+    hello: &Hello,
+    frames: impl Iterator<Item = Result<RawFrame, PushError>> + Send,
+    progress: &(dyn Fn(Reply) + Sync),
+    ctl: &LoadControl,
+    threads: usize,
+    started: Instant,
+) -> Result<Ingested, PushError> {
+    let def = table.def();
+    let described = describe(table, 0);
+    let shared = Shared {
+        def,
+        file: &hello.file,
+        encodable: described.columns.iter().map(|c| c.encodable).collect(),
+        error: Mutex::new(None),
+        failed: AtomicBool::new(false),
+        in_flight: Mutex::new(0),
+        freed: Condvar::new(),
+        validate_ns: AtomicU64::new(0),
+        validated: AtomicU64::new(0),
+    };
+    let appender = Appender::begin(table, &hello.file, MergeStrategy::Chunk)
+        .with_schedule(Schedule::Interleaved)?;
+    let work = pool(threads)?;
+    let dictionary_cpu = Mutex::new(0.0f64);
+    let mut received = 0u64;
+    let mut load = MachineLoad::new();
+    let run = appender.run(ctl, None, threads, |appender| {
+        let mut all: Vec<Arc<ClientDictionary>> = Vec::new();
+        let mut current: HashMap<usize, Arc<ClientDictionary>> = HashMap::new();
+        let (mut partition, mut next_fragment, mut rows) = (0u64, 0u64, 0u64);
+        let mut ended = None;
+        work.in_place_scope(|scope| {
+            for frame in frames {
+                if shared.failed.load(Relaxed) || ctl.cancel.load(Relaxed) {
+                    break;
+                }
+                let frame = match frame {
+                    Ok(f) => f,
+                    Err(e) => {
+                        shared.fail(e);
+                        break;
+                    }
+                };
+                received += (frame.header.len() + frame.body.len()) as u64;
+                let header: Frame = match from_json(&frame.header) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        shared.fail(e);
+                        break;
+                    }
+                };
+                if ended.is_some() {
+                    shared.fail(PushError::Protocol("a frame after the end frame".into()));
+                    break;
+                }
+                let step = match header {
+                    Frame::Dictionary {
+                        partition: p,
+                        column,
+                        entries,
+                    } => {
+                        let t0 = thread_cpu_seconds();
+                        let r = advance(&mut partition, p, &mut current).and_then(|()| {
+                            let d = dictionary_frame(&shared, column, entries, &frame.body)?;
+                            if current.insert(column, Arc::clone(&d)).is_some() {
+                                return Err(PushError::Protocol(format!(
+                                    "a second dictionary of column {} in partition {p}",
+                                    column + 1
+                                )));
+                            }
+                            all.push(d);
+                            Ok(())
+                        });
+                        *dictionary_cpu.lock().unwrap_or_else(|p| p.into_inner()) +=
+                            thread_cpu_seconds() - t0;
+                        r
+                    }
+                    Frame::Fragment {
+                        partition: p,
+                        fragment,
+                        rows: n,
+                        encoded,
+                    } => advance(&mut partition, p, &mut current).and_then(|()| {
+                        if fragment != next_fragment {
+                            return Err(PushError::Protocol(format!(
+                                "fragment {fragment} arrived where fragment {next_fragment} \
+                                 was expected"
+                            )));
+                        }
+                        let dictionaries = encoded
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &c)| {
+                                if i > 0 && encoded[i - 1] >= c {
+                                    return Err(PushError::Protocol(
+                                        "encoded columns are not ascending".into(),
+                                    ));
+                                }
+                                current.get(&c).cloned().map(|d| (c, d)).ok_or_else(|| {
+                                    PushError::Protocol(format!(
+                                        "fragment {fragment} has column {} encoded, but \
+                                         partition {p} has no dictionary of it",
+                                        c + 1
+                                    ))
+                                })
+                            })
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let first_row = rows;
+                        rows = rows
+                            .checked_add(n)
+                            .ok_or_else(|| PushError::Protocol("row count overflows".into()))?;
+                        next_fragment += 1;
+                        // at most two fragments per thread in flight
+                        {
+                            let mut busy =
+                                shared.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                            while *busy >= threads * 2 {
+                                busy = shared.freed.wait(busy).unwrap_or_else(|p| p.into_inner());
+                            }
+                            *busy += 1;
+                        }
+                        let shared = &shared;
+                        scope.spawn(move |_| {
+                            let t0 = thread_cpu_seconds();
+                            if !shared.failed.load(Relaxed) {
+                                let unit = fragment_batch(
+                                    shared,
+                                    &frame.body,
+                                    n,
+                                    first_row,
+                                    &dictionaries,
+                                )
+                                .and_then(|batch| {
+                                    let sites = if appender.wants_sites() {
+                                        Sites::Rows {
+                                            rows: Some(vec![(first_row..first_row + n).collect()]),
+                                        }
+                                    } else {
+                                        Sites::None
+                                    };
+                                    Ok(appender.unit_of_batch(
+                                        fragment as usize,
+                                        &batch,
+                                        sites,
+                                        None,
+                                    )?)
+                                });
+                                match unit {
+                                    Ok(u) => appender.accept(fragment as usize, u),
+                                    Err(e) => shared.fail(e),
+                                }
+                            }
+                            shared
+                                .validate_ns
+                                .fetch_add(((thread_cpu_seconds() - t0) * 1e9) as u64, Relaxed);
+                            shared.validated.fetch_add(1, Relaxed);
+                            *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+                            shared.freed.notify_one();
+                        });
+                        if next_fragment.is_multiple_of(8) {
+                            let mut steps = Steps::default();
+                            steps.add("validate", shared.validate_ns.load(Relaxed) as f64 * 1e-9);
+                            progress(Reply::Progress {
+                                fragments: shared.validated.load(Relaxed),
+                                steps,
+                                busy: load.sample(),
+                            });
+                        }
+                        Ok(())
+                    }),
+                    Frame::End {
+                        fragments,
+                        rows: sent_rows,
+                        bytes,
+                    } => {
+                        if fragments != next_fragment || sent_rows != rows {
+                            Err(PushError::Protocol(format!(
+                                "the client says it sent {fragments} fragments of \
+                                 {sent_rows} rows; {next_fragment} fragments of {rows} rows \
+                                 arrived"
+                            )))
+                        } else {
+                            ended = Some(bytes);
+                            Ok(())
+                        }
+                    }
+                    Frame::Raw { .. } => Err(PushError::Protocol(
+                        "a raw frame in a push of fragments".into(),
+                    )),
+                };
+                if let Err(e) = step {
+                    shared.fail(e);
+                    break;
+                }
+            }
+        });
+        if shared.failed.load(Relaxed) {
+            return Err(LoadError::Options("the push was refused".into()));
+        }
+        if ctl.cancel.load(Relaxed) {
+            return Err(LoadError::Cancelled);
+        }
+        if ended.is_none() {
+            shared.fail(PushError::Protocol(
+                "the push ended before its end frame: nothing was loaded".into(),
+            ));
+            return Err(LoadError::Options("the push was refused".into()));
+        }
+        // every entry of every client dictionary must be some row's value
+        for d in &all {
+            let used = d.used.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(entry) = (0..d.values.len()).find(|&e| used[e / 64] & (1 << (e % 64)) == 0)
+            {
+                shared.fail(PushError::Protocol(format!(
+                    "dictionary entry {entry} of a column (of {} entries) is used by no row",
+                    d.values.len()
+                )));
+                return Err(LoadError::Options("the push was refused".into()));
+            }
+        }
+        Ok(rows)
+    });
+    let refused = shared
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let (rows, published) = match (run, refused) {
+        (_, Some(e)) => return Err(e),
+        (Err(e), None) => return Err(PushError::Load(e)),
+        (Ok(r), None) => r,
+    };
+    debug_assert_eq!(rows, published.rows);
+    let mut steps = Steps::default();
+    steps.add("validate", shared.validate_ns.load(Relaxed) as f64 * 1e-9);
+    steps.add(
+        "dictionaries",
+        *dictionary_cpu.lock().unwrap_or_else(|p| p.into_inner()),
+    );
+    steps.add("merge", published.merge_cpu_seconds);
+    Ok(Ingested {
+        rows: published.rows,
+        bytes_received: received,
+        seconds: started.elapsed().as_secs_f64(),
+        steps,
+    })
+}
+
+/// Moves to client partition `p` (the current one or a later one: partitions whose
+/// fragments were all empty send nothing); a new partition's dictionaries replace the last
+/// one's.
+fn advance(
+    partition: &mut u64,
+    p: u64,
+    current: &mut HashMap<usize, Arc<ClientDictionary>>,
+) -> Result<(), PushError> {
+    if p == *partition {
+        Ok(())
+    } else if p > *partition {
+        *partition = p;
+        current.clear();
+        Ok(())
+    } else {
+        Err(PushError::Protocol(format!(
+            "partition {p} after partition {partition}"
+        )))
+    }
+}
+
+/// A dictionary frame's dictionary, checked.
+fn dictionary_frame(
+    shared: &Shared<'_>,
+    column: usize,
+    entries: u64,
+    body: &[u8],
+) -> Result<Arc<ClientDictionary>, PushError> {
+    let def = shared.def;
+    let col = def.schema.columns.get(column).ok_or_else(|| {
+        PushError::Protocol(format!(
+            "a dictionary of column {}: the table has {}",
+            column + 1,
+            def.schema.columns.len()
+        ))
+    })?;
+    if !shared.encodable[column] {
+        return Err(PushError::Protocol(format!(
+            "column \"{}\" cannot be sent encoded (stored plain, the partitioning key, or \
+             of a type without dictionaries)",
+            col.name
+        )));
+    }
+    let batch = decode_batch(body)?;
+    if batch.num_columns() != 1 || batch.num_rows() as u64 != entries {
+        return Err(PushError::Protocol(format!(
+            "the dictionary of column \"{}\" has {} columns and {} entries, expected 1 \
+             column and {entries} entries",
+            col.name,
+            batch.num_columns(),
+            batch.num_rows()
+        )));
+    }
+    let values = Arc::clone(batch.column(0));
+    check_pushed_column(shared.file, column, col, &values, 0).map_err(|e| {
+        PushError::Protocol(format!("the dictionary of column \"{}\": {e}", col.name))
+    })?;
+    if !wireload_storage::dictionary::is_valid_dictionary(&values) {
+        return Err(PushError::Protocol(format!(
+            "the dictionary of column \"{}\" is not sorted and unique (or holds NULL)",
+            col.name
+        )));
+    }
+    Ok(Arc::new(ClientDictionary {
+        used: Mutex::new(vec![0u64; values.len().div_ceil(64)]),
+        values,
+    }))
+}
+
+/// A fragment frame's rows as a batch of the table's columns (encoded ones as dictionary
+/// arrays over the client's dictionary), every value checked.
+fn fragment_batch(
+    shared: &Shared<'_>,
+    body: &[u8],
+    rows: u64,
+    first_row: u64,
+    dictionaries: &[(usize, Arc<ClientDictionary>)],
+) -> Result<RecordBatch, PushError> {
+    let def = shared.def;
+    let batch = decode_batch(body)?;
+    let columns = &def.schema.columns;
+    if batch.num_columns() != columns.len() || batch.num_rows() as u64 != rows {
+        return Err(PushError::Protocol(format!(
+            "a fragment of {} columns and {} rows, expected {} columns and {rows} rows",
+            batch.num_columns(),
+            batch.num_rows(),
+            columns.len()
+        )));
+    }
+    let mut arrays = Vec::with_capacity(columns.len());
+    let mut fields = Vec::with_capacity(columns.len());
+    for (c, (col, array)) in columns.iter().zip(batch.columns()).enumerate() {
+        let array = match dictionaries.iter().find(|(dc, _)| *dc == c) {
+            None => {
+                check_pushed_column(shared.file, c, col, array, first_row)?;
+                Arc::clone(array)
+            }
+            Some((_, d)) => encoded_column(shared, c, array, d, first_row)?,
+        };
+        fields.push(Field::new(
+            &col.name,
+            array.data_type().clone(),
+            col.nullable,
+        ));
+        arrays.push(array);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| PushError::Protocol(format!("a fragment's columns do not fit: {e}")))
+}
+
+/// Codes of column `c` over client dictionary `d`, checked (type, NOT NULL, range) and
+/// marked used, as a dictionary array.
+fn encoded_column(
+    shared: &Shared<'_>,
+    c: usize,
+    codes: &ArrayRef,
+    d: &ClientDictionary,
+    first_row: u64,
+) -> Result<ArrayRef, PushError> {
+    let col = &shared.def.schema.columns[c];
+    if !col.nullable && codes.null_count() > 0 {
+        let row = (0..codes.len()).find(|&r| codes.is_null(r)).unwrap_or(0);
+        return Err(PushError::Load(LoadError::ArrowValue {
+            file: shared.file.to_string(),
+            row: first_row + row as u64 + 1,
+            column: c + 1,
+            column_name: col.name.clone(),
+            problem: Box::new(wireload_load::BadValue::Null),
+        }));
+    }
+    let entries = d.values.len();
+    let mut used = vec![0u64; entries.div_ceil(64)];
+    let out_of_range = |row: usize, code: usize| {
+        PushError::Protocol(format!(
+            "column \"{}\": code {code} at row {} is out of range (the dictionary has \
+             {entries} entries)",
+            col.name,
+            first_row + row as u64 + 1
+        ))
+    };
+    macro_rules! mark {
+        ($t:ty) => {{
+            let keys = codes.as_primitive::<$t>();
+            for (row, &k) in keys.values().iter().enumerate() {
+                let k = k as usize;
+                if keys.is_null(row) {
+                    continue;
+                }
+                if k >= entries {
+                    return Err(out_of_range(row, k));
+                }
+                used[k / 64] |= 1 << (k % 64);
+            }
+            let array = DictionaryArray::<$t>::try_new(keys.clone(), Arc::clone(&d.values))
+                .map_err(|e| PushError::Protocol(format!("column \"{}\": {e}", col.name)))?;
+            Arc::new(array) as ArrayRef
+        }};
+    }
+    let array = match codes.data_type() {
+        DataType::UInt8 => mark!(UInt8Type),
+        DataType::UInt16 => mark!(UInt16Type),
+        DataType::UInt32 => mark!(UInt32Type),
+        other => {
+            return Err(PushError::Protocol(format!(
+                "column \"{}\": codes of type {other}, expected UInt8, UInt16 or UInt32",
+                col.name
+            )));
+        }
+    };
+    let mut all = d.used.lock().unwrap_or_else(|p| p.into_inner());
+    for (a, u) in all.iter_mut().zip(used) {
+        *a |= u;
+    }
+    drop(all);
+    let _ = make_array; // codes stay as they came
+    Ok(array)
+}
+
+/// `seq`: the file's bytes arrive whole first, then the server loads them as a local load
+/// does.
+fn ingest_file(
+    table: &Table,
+    hello: &Hello,
+    frames: impl Iterator<Item = Result<RawFrame, PushError>> + Send,
+    ctl: &LoadControl,
+    threads: usize,
+    started: Instant,
+) -> Result<Ingested, PushError> {
+    let dialect = hello
+        .dialect
+        .as_ref()
+        .ok_or_else(|| PushError::Protocol("a seq push without the file's CSV dialect".into()))?;
+    let t0 = thread_cpu_seconds();
+    let (mut data, mut received, mut ended) = (Vec::new(), 0u64, false);
+    for frame in frames {
+        let frame = frame?;
+        received += (frame.header.len() + frame.body.len()) as u64;
+        if ended {
+            return Err(PushError::Protocol("a frame after the end frame".into()));
+        }
+        match from_json::<Frame>(&frame.header)? {
+            Frame::Raw { offset, len, lz4 } => {
+                if offset != data.len() as u64 {
+                    return Err(PushError::Protocol(format!(
+                        "bytes at offset {offset} arrived where offset {} was expected",
+                        data.len()
+                    )));
+                }
+                if lz4 {
+                    let bytes = lz4_flex::decompress_size_prepended(&frame.body)
+                        .map_err(|e| PushError::Protocol(format!("bad LZ4 block: {e}")))?;
+                    data.extend_from_slice(&bytes);
+                } else {
+                    data.extend_from_slice(&frame.body);
+                }
+                if data.len() as u64 != offset + len {
+                    return Err(PushError::Protocol(format!(
+                        "a raw frame said {len} bytes, {} arrived",
+                        data.len() as u64 - offset
+                    )));
+                }
+            }
+            Frame::End { bytes, .. } => {
+                if bytes != data.len() as u64 {
+                    return Err(PushError::Protocol(format!(
+                        "the client says it sent {bytes} bytes; {} arrived",
+                        data.len()
+                    )));
+                }
+                ended = true;
+            }
+            other => {
+                return Err(PushError::Protocol(format!(
+                    "a {other:?} frame in a seq push"
+                )));
+            }
+        }
+    }
+    if !ended {
+        return Err(PushError::Protocol(
+            "the push ended before its end frame: nothing was loaded".into(),
+        ));
+    }
+    let transfer = thread_cpu_seconds() - t0;
+    let opts = LoadOptions {
+        dialect: Dialect {
+            delimiter: dialect.delimiter,
+            quote: dialect.quote,
+            escape: dialect.escape,
+            header: dialect.header,
+            null: dialect.null.clone(),
+            ..Dialect::default()
+        },
+        threads: Some(threads),
+        ..LoadOptions::default()
+    };
+    let source = Source::Bytes {
+        name: hello.file.clone(),
+        data: Arc::from(data),
+    };
+    let parse_pool = pool(threads)?;
+    let cpu0 = pool_cpu_seconds(&parse_pool);
+    let report = wireload_load::load_into(table, &source, &opts, ctl)?;
+    let mut steps = Steps::default();
+    steps.add("transfer", transfer);
+    steps.add("load", pool_cpu_seconds(&parse_pool) - cpu0);
+    Ok(Ingested {
+        rows: report.rows,
+        bytes_received: received,
+        seconds: started.elapsed().as_secs_f64(),
+        steps,
+    })
+}

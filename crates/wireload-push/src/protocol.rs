@@ -1,1 +1,368 @@
-//! (being written)
+//! The frames of a push. A push is one Arrow Flight `DoPut` call whose descriptor command
+//! is a [`Hello`] (an `Any` of type [`PUSH_TYPE_URL`]); the server answers with the table's
+//! description ([`Reply::Described`]), then the client sends frames, each a `FlightData`
+//! whose `app_metadata` is a [`Frame`] (JSON) and whose `data_body` is the frame's payload:
+//! an Arrow IPC stream holding one record batch (dictionaries, fragments) or raw file bytes
+//! (`seq`). The server answers with progress and, at the end, what it loaded.
+//!
+//! Our own framing and not Flight's one IPC stream per call: a fragment column may be
+//! encoded in one fragment and plain in the next (the per fragment column decision), and a
+//! client partition's dictionary is sent once for all its fragments. A fragment's encoded
+//! columns travel as their codes (UInt8/16/32) into the dictionary frame of the same
+//! partition and column.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::RecordBatch;
+use arrow_ipc::CompressionType;
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use serde::{Deserialize, Serialize};
+use wireload_types::SqlType;
+
+use crate::PushError;
+
+/// The `Any` type URL of a push's descriptor command.
+pub const PUSH_TYPE_URL: &str = "type.googleapis.com/wireload.Push";
+
+/// Where the work of a load is done: the Shared Loading modes and the baselines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// SL_A: the client dictionary-encodes every column it can.
+    All,
+    /// SL_N: the client only deserializes; the server encodes.
+    None,
+    /// SL_S: the client encodes a fragment column when the estimated dictionary plus codes
+    /// are smaller than the plain column (HyperLogLog with the HIP estimator).
+    Size,
+    /// Beyond the paper: columns move between client and server during the load, from
+    /// measured bandwidth, CPU time per step and the server's load.
+    Auto,
+    /// PIPE: the file over the PostgreSQL protocol's COPY FROM STDIN.
+    Pipe,
+    /// SEQ: the whole file is transferred, then the server loads it.
+    Seq,
+}
+
+impl Mode {
+    /// Every mode, in the order benchmarks list them.
+    pub const ALL: [Mode; 6] = [
+        Mode::All,
+        Mode::Size,
+        Mode::None,
+        Mode::Auto,
+        Mode::Pipe,
+        Mode::Seq,
+    ];
+
+    /// The mode's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::All => "all",
+            Mode::None => "none",
+            Mode::Size => "size",
+            Mode::Auto => "auto",
+            Mode::Pipe => "pipe",
+            Mode::Seq => "seq",
+        }
+    }
+
+    /// The paper's name of the mode.
+    pub fn paper_name(self) -> &'static str {
+        match self {
+            Mode::All => "SL_A",
+            Mode::None => "SL_N",
+            Mode::Size => "SL_S",
+            Mode::Auto => "auto",
+            Mode::Pipe => "PIPE",
+            Mode::Seq => "SEQ",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(s) || m.paper_name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown mode {s:?}: all, none, size, auto, pipe or seq"))
+    }
+}
+
+/// The CSV dialect of a `seq` push (the server parses the file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireDialect {
+    /// Field delimiter.
+    pub delimiter: u8,
+    /// Quote character, if any.
+    pub quote: Option<u8>,
+    /// Escape character, if any.
+    pub escape: Option<u8>,
+    /// The first record is a header.
+    pub header: bool,
+    /// The text of NULL.
+    pub null: Vec<u8>,
+}
+
+/// What a client asks for: the descriptor command of the `DoPut` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The table to load into.
+    pub table: String,
+    /// The mode (not `pipe`, which does not use this protocol).
+    pub mode: Mode,
+    /// The name errors give the input (the client's file names).
+    pub file: String,
+    /// The dialect, for `seq`.
+    pub dialect: Option<WireDialect>,
+}
+
+/// One column of the table as the client deserializes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireColumn {
+    /// Column name.
+    pub name: String,
+    /// SQL type.
+    pub ty: SqlType,
+    /// NULL allowed.
+    pub nullable: bool,
+    /// The client may send it encoded (the server stores it in dictionaries or has not
+    /// decided yet, its type has dictionaries, and it is not the partitioning key).
+    pub encodable: bool,
+}
+
+/// The server's description of the table, its first answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Described {
+    /// The table's name.
+    pub table: String,
+    /// Its columns.
+    pub columns: Vec<WireColumn>,
+    /// The largest frame the server accepts, in bytes.
+    pub max_frame_bytes: u64,
+}
+
+/// The header of one frame from the client (a `FlightData`'s `app_metadata`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Frame {
+    /// The dictionary of column `column` in client partition `partition` (numbers dense
+    /// from 0): the payload is one batch of one column, the sorted unique values.
+    Dictionary {
+        /// client partition
+        partition: u64,
+        /// table column
+        column: usize,
+        /// entries
+        entries: u64,
+    },
+    /// Fragment `fragment` (numbers dense from 0 over the push) of client partition
+    /// `partition`: the payload is one batch of `rows` rows, one column per table column;
+    /// the columns in `encoded` hold codes into that partition's dictionary of the column.
+    Fragment {
+        /// client partition
+        partition: u64,
+        /// fragment number
+        fragment: u64,
+        /// rows
+        rows: u64,
+        /// encoded columns, ascending
+        encoded: Vec<usize>,
+    },
+    /// Bytes `offset..offset + len` of the file (`seq`); LZ4-compressed (block format with
+    /// the length prepended) when `lz4`.
+    Raw {
+        /// offset in the file
+        offset: u64,
+        /// uncompressed length
+        len: u64,
+        /// the payload is LZ4-compressed
+        lz4: bool,
+    },
+    /// The end of the push: what was sent, for the server to check.
+    End {
+        /// fragments sent
+        fragments: u64,
+        /// rows sent
+        rows: u64,
+        /// file bytes the fragments (or raw frames) came from
+        bytes: u64,
+    },
+}
+
+/// CPU seconds of one side of a push, per step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Steps {
+    /// Pairs of (step, CPU seconds).
+    pub cpu_s: Vec<(String, f64)>,
+}
+
+impl Steps {
+    /// Adds `seconds` to `step`.
+    pub fn add(&mut self, step: &str, seconds: f64) {
+        match self.cpu_s.iter_mut().find(|(s, _)| s == step) {
+            Some((_, t)) => *t += seconds,
+            None => self.cpu_s.push((step.to_string(), seconds)),
+        }
+    }
+
+    /// CPU seconds of every step.
+    pub fn total(&self) -> f64 {
+        self.cpu_s.iter().map(|(_, t)| t).sum()
+    }
+}
+
+/// What the server says while and after loading (a `PutResult`'s `app_metadata`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reply {
+    /// The table, before any frame.
+    Described(Described),
+    /// Progress: what was received and validated so far, the server's CPU per step and how
+    /// busy its CPUs are (0 idle .. 1 all busy, every process on the machine) — the `auto`
+    /// mode's feedback.
+    Progress {
+        /// fragments validated
+        fragments: u64,
+        /// CPU seconds per step so far
+        steps: Steps,
+        /// fraction of the server machine's CPU time busy lately
+        busy: f64,
+    },
+    /// The load was published.
+    Done {
+        /// rows added
+        rows: u64,
+        /// payload bytes received
+        bytes_received: u64,
+        /// seconds from the first frame to the publication
+        seconds: f64,
+        /// the server's CPU seconds per step
+        steps: Steps,
+    },
+}
+
+/// Encodes `batch` as an Arrow IPC stream (one schema, one batch), LZ4-compressed buffers
+/// when `lz4`.
+pub fn encode_batch(batch: &RecordBatch, lz4: bool) -> Result<Vec<u8>, PushError> {
+    let options = IpcWriteOptions::default()
+        .try_with_compression(lz4.then_some(CompressionType::LZ4_FRAME))
+        .map_err(|e| PushError::Protocol(format!("IPC options: {e}")))?;
+    let mut out = Vec::with_capacity(batch.get_array_memory_size() + 1024);
+    let mut writer = StreamWriter::try_new_with_options(&mut out, batch.schema_ref(), options)
+        .map_err(|e| PushError::Protocol(format!("IPC: {e}")))?;
+    writer
+        .write(batch)
+        .and_then(|()| writer.finish())
+        .map_err(|e| PushError::Protocol(format!("IPC: {e}")))?;
+    drop(writer);
+    Ok(out)
+}
+
+/// Decodes a payload of [`encode_batch`]: exactly one record batch, validated.
+pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
+    let bad = |e: String| PushError::Protocol(format!("malformed IPC payload: {e}"));
+    let mut reader =
+        StreamReader::try_new(Cursor::new(payload), None).map_err(|e| bad(e.to_string()))?;
+    let batch = match reader.next() {
+        Some(Ok(b)) => b,
+        Some(Err(e)) => return Err(bad(e.to_string())),
+        None => return Err(bad("no record batch".into())),
+    };
+    if reader.next().is_some() {
+        return Err(bad("more than one record batch".into()));
+    }
+    // every buffer, offset and UTF-8 string checked (the IPC reader checks less)
+    for c in batch.columns() {
+        c.to_data()
+            .validate_full()
+            .map_err(|e| bad(format!("column \"{}\"... {e}", c.data_type())))?;
+    }
+    Ok(batch)
+}
+
+/// A one-column batch of `values` named `name` (a dictionary frame's payload).
+pub fn column_batch(name: &str, values: ArrayRef) -> Result<RecordBatch, PushError> {
+    let schema = Schema::new(vec![Field::new(name, values.data_type().clone(), false)]);
+    RecordBatch::try_new(Arc::new(schema), vec![values])
+        .map_err(|e| PushError::Protocol(format!("dictionary batch: {e}")))
+}
+
+/// The JSON of a frame header or reply.
+pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("protocol values serialize")
+}
+
+/// A frame header or reply from JSON; None when it is not one.
+pub fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, PushError> {
+    serde_json::from_slice(bytes).map_err(|e| PushError::Protocol(format!("bad header: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray};
+
+    #[test]
+    fn frames_round_trip() {
+        let frames = [
+            Frame::Dictionary {
+                partition: 1,
+                column: 3,
+                entries: 9,
+            },
+            Frame::Fragment {
+                partition: 0,
+                fragment: 7,
+                rows: 100,
+                encoded: vec![1, 4],
+            },
+            Frame::Raw {
+                offset: 5,
+                len: 6,
+                lz4: true,
+            },
+            Frame::End {
+                fragments: 2,
+                rows: 3,
+                bytes: 4,
+            },
+        ];
+        for f in frames {
+            assert_eq!(from_json::<Frame>(&to_json(&f)).unwrap(), f);
+        }
+        assert!(from_json::<Frame>(b"{\"kind\":\"fragment\"}").is_err());
+        assert_eq!("SL_S".parse::<Mode>().unwrap(), Mode::Size);
+    }
+
+    #[test]
+    fn batches_round_trip_and_bad_payloads_fail() {
+        let batch = RecordBatch::try_from_iter([
+            ("a", Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef),
+            (
+                "b",
+                Arc::new(StringArray::from(vec!["x", "yy", "zzz"])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        for lz4 in [false, true] {
+            let bytes = encode_batch(&batch, lz4).unwrap();
+            assert_eq!(decode_batch(&bytes).unwrap(), batch);
+            // every truncation is refused, never a panic
+            for cut in [0, 1, 8, bytes.len() / 2, bytes.len() - 9] {
+                assert!(decode_batch(&bytes[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+        // invalid UTF-8 inside a string buffer is refused
+        let mut bytes = encode_batch(&batch, false).unwrap();
+        let at = bytes.windows(3).position(|w| w == b"zzz").unwrap();
+        bytes[at] = 0xff;
+        let err = decode_batch(&bytes).unwrap_err().to_string();
+        assert!(err.contains("malformed"), "{err}");
+    }
+}

@@ -1420,6 +1420,38 @@ fn source<'a, K: Kind>(
     }
 }
 
+/// The source of an encoded fragment whose dictionary (of `entries` entries) another
+/// fragment of the same merge brought and had checked: only its codes are checked.
+fn shared_source<'a, K: Kind>(
+    index: usize,
+    entries: usize,
+    codes: &'a ArrayRef,
+) -> Result<Source<'a, K::Item<'a>>> {
+    let invalid = |reason: String| {
+        Err(DictionaryError::InvalidFragment {
+            fragment: index,
+            reason,
+        })
+    };
+    let Some(rows) = Rows::of(codes.as_ref()) else {
+        return invalid(format!(
+            "codes of type {}, expected UInt8, UInt16 or UInt32",
+            codes.data_type()
+        ));
+    };
+    if let Some((row, code)) = rows.first_out_of_range(codes.nulls(), entries) {
+        return invalid(format!(
+            "code {code} at row {row} is out of range: the dictionary has {entries} entries"
+        ));
+    }
+    Ok(Source {
+        dict: Vec::new(),
+        rows,
+        rank: None,
+        nulls: codes.nulls().cloned(),
+    })
+}
+
 fn merge_typed<'a, K: Kind>(
     data_type: &DataType,
     dictionary: Option<&'a ArrayRef>,
@@ -1436,19 +1468,51 @@ fn merge_typed<'a, K: Kind>(
     for (index, column) in existing.iter().enumerate() {
         check_existing(index, column, data_type, old_len)?;
     }
+    // Encoded fragments that share one dictionary (the same Arc: a client's partition
+    // dictionary) have it checked and merged once; `owner[i]` is the fragment whose
+    // dictionary fragment `i` uses.
+    let owner: Vec<usize> = incoming
+        .iter()
+        .enumerate()
+        .map(|(i, fragment)| match fragment {
+            FragmentColumn::Encoded { dictionary, .. } => incoming[..i]
+                .iter()
+                .position(|earlier| {
+                    matches!(earlier, FragmentColumn::Encoded { dictionary: d, .. }
+                        if Arc::ptr_eq(d, dictionary))
+                })
+                .unwrap_or(i),
+            FragmentColumn::Plain(_) => i,
+        })
+        .collect();
     let sources = incoming
         .iter()
         .enumerate()
-        .map(|(index, fragment)| source::<K>(index, fragment, data_type))
+        .map(|(index, fragment)| match fragment {
+            FragmentColumn::Encoded { dictionary, codes } if owner[index] != index => {
+                shared_source::<K>(index, dictionary.len(), codes)
+            }
+            _ => source::<K>(index, fragment, data_type),
+        })
         .collect::<Result<Vec<_>>>()?;
 
     let mut inputs: Vec<&[K::Item<'a>]> = old.iter().map(Vec::as_slice).collect();
-    inputs.extend(sources.iter().map(|source| source.dict.as_slice()));
+    // position of each owned dictionary among the merge's fragment inputs
+    let mut input_of = vec![0usize; incoming.len()];
+    for (i, source) in sources.iter().enumerate() {
+        if owner[i] == i {
+            input_of[i] = inputs.len() - usize::from(dictionary.is_some());
+            inputs.push(source.dict.as_slice());
+        } else {
+            input_of[i] = input_of[owner[i]];
+        }
+    }
     let (merged, maps) = merge_sorted(&inputs)?;
-    let (old_map, fragment_maps) = match dictionary {
+    let (old_map, owned_maps) = match dictionary {
         Some(_) => (Some(maps[0].as_slice()), &maps[1..]),
         None => (None, &maps[..]),
     };
+    let fragment_maps: Vec<&[u32]> = input_of.iter().map(|&k| owned_maps[k].as_slice()).collect();
 
     // No new entry: the same dictionary (the same Arc, which chunks may compare by pointer).
     let unchanged = dictionary.filter(|_| merged.len() == old_len);
@@ -2123,6 +2187,59 @@ mod tests {
             assert_eq!(merged.dictionary.as_ref(), dictionary.as_ref());
             check_column(&merged.incoming[0], &merged.dictionary, &values);
         }
+    }
+
+    /// Fragments of one client partition share a dictionary (one Arc): it is merged once,
+    /// each fragment's codes are still checked, and the result equals merging the plain
+    /// values.
+    #[test]
+    fn fragments_sharing_a_dictionary() {
+        let all: ArrayRef =
+            Arc::new(StringArray::from_iter((0..3000).map(|i| {
+                (i % 11 != 0).then(|| format!("v{}", (i * 7919) % 997))
+            })));
+        let (dictionary, codes) = encode_fragment(&all).unwrap();
+        let old: ArrayRef = Arc::new(StringArray::from_iter_values(["a", "v5", "zz"]));
+        let existing = merge_column(None, &[], vec![FragmentColumn::Plain(old)]).unwrap();
+        let pieces = [(0, 1000), (1000, 1000), (2000, 1000)];
+        let shared: Vec<FragmentColumn> = pieces
+            .iter()
+            .map(|&(at, n)| FragmentColumn::Encoded {
+                dictionary: Arc::clone(&dictionary),
+                codes: codes.slice(at, n),
+            })
+            .chain([FragmentColumn::Plain(all.slice(0, 10))])
+            .collect();
+        let merged = merge_column(Some(&existing.dictionary), &existing.incoming, shared).unwrap();
+        let plain: Vec<FragmentColumn> = pieces
+            .iter()
+            .map(|&(at, n)| FragmentColumn::Plain(all.slice(at, n)))
+            .chain([FragmentColumn::Plain(all.slice(0, 10))])
+            .collect();
+        let expected = merge_column(Some(&existing.dictionary), &existing.incoming, plain).unwrap();
+        assert_eq!(merged.dictionary.as_ref(), expected.dictionary.as_ref());
+        for (k, &(at, n)) in pieces.iter().enumerate() {
+            check_column(&merged.incoming[k], &merged.dictionary, &all.slice(at, n));
+            assert_eq!(&merged.incoming[k], &expected.incoming[k]);
+        }
+        // a code out of range in a fragment that shares the dictionary is still refused
+        let bad: ArrayRef = Arc::new(UInt16Array::from(vec![0u16, dictionary.len() as u16]));
+        let err = merge_column(
+            None,
+            &[],
+            vec![
+                FragmentColumn::Encoded {
+                    dictionary: Arc::clone(&dictionary),
+                    codes: codes.slice(0, 5),
+                },
+                FragmentColumn::Encoded {
+                    dictionary: Arc::clone(&dictionary),
+                    codes: bad,
+                },
+            ],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
     }
 
     /// A dictionary grows past 256 and then past 65536 entries: codes widen to UInt16 and

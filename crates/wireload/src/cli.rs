@@ -39,6 +39,66 @@ pub enum Command {
     /// Serve the database over the PostgreSQL protocol (psql, psycopg, JDBC) and Arrow Flight
     /// SQL (ADBC, pyarrow.flight) until SIGTERM or Ctrl-C.
     Serve(ServeArgs),
+    /// Load CSV files into a table of a wireload server with Shared Loading: this side
+    /// deserializes (and, by mode, dictionary-encodes), the server validates and merges.
+    Push(PushArgs),
+}
+
+/// Flags of `wireload push`. A user and password also come from WIRELOAD_USER and
+/// WIRELOAD_PASSWORD.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// CSV files, loaded in order as one load.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The server's Arrow Flight address.
+    #[arg(long, default_value = "http://127.0.0.1:50051", value_name = "URL")]
+    pub server: String,
+    /// The server's PostgreSQL address (mode pipe).
+    #[arg(long, default_value = "127.0.0.1:5433", value_name = "ADDR")]
+    pub pg: String,
+    /// The table to load into.
+    #[arg(long)]
+    pub table: String,
+    /// all (SL_A), size (SL_S), none (SL_N), auto, pipe (COPY FROM STDIN) or seq.
+    #[arg(long, default_value = "auto")]
+    pub mode: wireload_push::protocol::Mode,
+    /// User name (default: $WIRELOAD_USER; none: a server trusting local clients).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Password (default: $WIRELOAD_PASSWORD).
+    #[arg(long)]
+    pub password: Option<String>,
+    /// The first line of each file is a header.
+    #[arg(long)]
+    pub header: bool,
+    /// Field delimiter: one character, or \t for tab (default ,).
+    #[arg(long, value_name = "CHAR")]
+    pub delimiter: Option<String>,
+    /// Quote character (default "); '' disables quoting.
+    #[arg(long, value_name = "CHAR")]
+    pub quote: Option<String>,
+    /// The string that stands for NULL when unquoted (default: the empty string).
+    #[arg(long, value_name = "STRING", allow_hyphen_values = true)]
+    pub null: Option<String>,
+    /// MiB of file per fragment.
+    #[arg(long, default_value_t = 10, value_name = "MIB")]
+    pub chunk_mib: usize,
+    /// Fragments per partition.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub fragments: usize,
+    /// Partitions parsed ahead of the network at most.
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    pub partitions_in_flight: usize,
+    /// Limit the socket to this bandwidth: 1gbit, 10gbit, 500mbit...
+    #[arg(long, value_name = "RATE")]
+    pub bandwidth: Option<wireload_push::throttle::Bandwidth>,
+    /// LZ4 on the payloads.
+    #[arg(long)]
+    pub lz4: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `wireload serve`. A user and password also come from WIRELOAD_USER and

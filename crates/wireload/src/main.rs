@@ -13,6 +13,7 @@ mod oneshot;
 mod online;
 mod output;
 mod progress;
+mod push;
 mod queries;
 mod reference;
 mod render;
@@ -56,6 +57,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
         Some(Command::Serve(args)) => serve::run(args, threads),
+        Some(Command::Push(args)) => push::run(args, threads.unwrap_or_else(all_cores)),
         None => {
             let engine = Engine::new(threads)?;
             if let Some(path) = &cli.file {

@@ -12,7 +12,7 @@ use crate::engine::{Engine, Loader};
 use crate::output::Printer;
 
 /// A one-byte dialect character given on the command line: one ASCII character, or `\t`/`tab` for a tab.
-fn one_byte(flag: &str, value: &str) -> Result<u8> {
+pub fn one_byte(flag: &str, value: &str) -> Result<u8> {
     match value {
         "\\t" | "tab" => Ok(b'\t'),
         v if v.len() == 1 => Ok(v.as_bytes()[0]),
@@ -21,7 +21,7 @@ fn one_byte(flag: &str, value: &str) -> Result<u8> {
 }
 
 /// Like [`one_byte`], with `''` meaning "none".
-fn optional_byte(flag: &str, value: &str) -> Result<Option<u8>> {
+pub fn optional_byte(flag: &str, value: &str) -> Result<Option<u8>> {
     if value.is_empty() {
         Ok(None)
     } else {

@@ -1,0 +1,389 @@
+//! `wireload push` as a user runs it, against `wireload serve` started by the test: every
+//! mode loads lineitem (TPC-H SF 0.01) and a wide table exactly as a local COPY loads them
+//! (the same rows in the same order, the same dictionaries), errors are found on the client
+//! and name the place, a push into a table changes nothing when it fails, and two clients
+//! pushing at once give the union.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const USER: &str = "pat";
+const PASSWORD: &str = "push it";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server, killed when dropped.
+struct Served {
+    child: Child,
+    pg: u16,
+    flight: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `wireload serve` with user pat and `init`, waits until it is ready.
+fn serve(init: &Path) -> Served {
+    let (pg, flight) = (free_port(), free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["--threads", "2", "serve", "--listen"])
+        .arg(format!("127.0.0.1:{pg}"))
+        .arg("--flight-listen")
+        .arg(format!("127.0.0.1:{flight}"))
+        .arg("--init")
+        .arg(init)
+        .env("WIRELOAD_USER", USER)
+        .env("WIRELOAD_PASSWORD", PASSWORD)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut log = Vec::new();
+    while Instant::now() < deadline {
+        match lines.next() {
+            Some(Ok(line)) => {
+                let ready = line.contains("wireload serve is ready");
+                log.push(line);
+                if ready {
+                    std::thread::spawn(move || for _ in lines.by_ref() {});
+                    return Served { child, pg, flight };
+                }
+            }
+            _ => break,
+        }
+    }
+    let _ = child.kill();
+    panic!("the server did not get ready:\n{}", log.join("\n"));
+}
+
+/// `wireload push` with `args`.
+fn push(server: &Served, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["--threads", "2", "push", "--server"])
+        .arg(format!("http://127.0.0.1:{}", server.flight))
+        .arg("--pg")
+        .arg(format!("127.0.0.1:{}", server.pg))
+        .args(args)
+        .env("WIRELOAD_USER", USER)
+        .env("WIRELOAD_PASSWORD", PASSWORD)
+        .output()
+        .unwrap()
+}
+
+/// psql's unaligned output of `sql`.
+fn psql(server: &Served, sql: &str) -> String {
+    let out = Command::new(wireload_clients::psql())
+        .arg(format!(
+            "host=127.0.0.1 port={} user={USER} dbname=wireload sslmode=disable",
+            server.pg
+        ))
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGPASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "push failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const LINEITEM: &str = "l_orderkey BIGINT NOT NULL, l_partkey INTEGER NOT NULL, \
+    l_suppkey INTEGER NOT NULL, l_linenumber INTEGER NOT NULL, \
+    l_quantity DECIMAL(15,2) NOT NULL, l_extendedprice DECIMAL(15,2) NOT NULL, \
+    l_discount DECIMAL(15,2) NOT NULL, l_tax DECIMAL(15,2) NOT NULL, \
+    l_returnflag CHAR(1) NOT NULL, l_linestatus CHAR(1) NOT NULL, l_shipdate DATE NOT NULL, \
+    l_commitdate DATE NOT NULL, l_receiptdate DATE NOT NULL, \
+    l_shipinstruct CHAR(25) NOT NULL, l_shipmode CHAR(10) NOT NULL, \
+    l_comment VARCHAR(44) NOT NULL";
+
+/// A wide table's columns and `rows` rows of it: repeating codes and names, unique ids,
+/// NULLs, quoted text with the delimiter.
+fn wide(rows: usize) -> (String, String) {
+    let mut cols = vec!["id BIGINT NOT NULL".to_string()];
+    for i in 0..12 {
+        cols.push(format!("code{i} VARCHAR(20)"));
+        cols.push(format!("n{i} INTEGER"));
+        cols.push(format!("d{i} DATE"));
+    }
+    cols.push("note TEXT".into());
+    let mut text = String::new();
+    for r in 0..rows {
+        text.push_str(&r.to_string());
+        for i in 0..12 {
+            let k = (r * (i + 3)) % (7 + i * 40);
+            if (r + i) % 13 == 0 {
+                text.push_str(",,,");
+            } else {
+                text.push_str(&format!(
+                    ",c{i}-{k},{},2024-{:02}-{:02}",
+                    (r % (5 + i * 1000)) as i64 - 50,
+                    1 + k % 12,
+                    1 + k % 28
+                ));
+            }
+        }
+        text.push_str(&format!(",\"note {r}, with a comma\"\n"));
+    }
+    (cols.join(", "), text)
+}
+
+#[test]
+fn every_mode_loads_what_a_local_copy_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let generated = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["gen", "tpch", "--sf", "0.01", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        generated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generated.stderr)
+    );
+    let lineitem = dir.path().join("lineitem.tbl");
+    let (wide_cols, wide_text) = wide(30_000);
+    let wide_csv = dir.path().join("wide.csv");
+    std::fs::write(&wide_csv, &wide_text).unwrap();
+    let modes = ["all", "size", "none", "auto", "seq", "pipe"];
+    let mut init = String::new();
+    for (name, cols, file, delim) in [
+        ("li", LINEITEM.to_string(), &lineitem, "|"),
+        ("wide", wide_cols.clone(), &wide_csv, ","),
+    ] {
+        init.push_str(&format!(
+            "CREATE TABLE {name}_ref ({cols}) WITH (COMPRESSION = dictionary);\n\
+             COPY {name}_ref FROM '{}' WITH (FORMAT csv, DELIMITER '{delim}');\n",
+            file.display()
+        ));
+        for m in modes.iter().chain(&["lz4"]) {
+            init.push_str(&format!(
+                "CREATE TABLE {name}_{m} ({cols}) WITH (COMPRESSION = dictionary);\n"
+            ));
+        }
+    }
+    let init_file = dir.path().join("init.sql");
+    std::fs::write(&init_file, init).unwrap();
+    let server = serve(&init_file);
+    for (name, file, delim) in [("li", &lineitem, "|"), ("wide", &wide_csv, ",")] {
+        let expected = psql(&server, &format!("SELECT * FROM {name}_ref"));
+        let columns = |t: &str| {
+            psql(
+                &server,
+                &format!(
+                    "SELECT column_name, storage, dictionary_entries FROM wireload_columns \
+                     WHERE table_name = '{t}'"
+                ),
+            )
+        };
+        let expected_columns = columns(&format!("{name}_ref"));
+        for m in modes.iter().chain(&["lz4"]) {
+            let table = format!("{name}_{m}");
+            let mode = if *m == "lz4" { "size" } else { m };
+            // small fragments and partitions: several of each
+            let mut args = vec![
+                "--table",
+                &table,
+                "--mode",
+                mode,
+                "--delimiter",
+                delim,
+                "--chunk-mib",
+                "1",
+                "--fragments",
+                "2",
+                "--json",
+            ];
+            if *m == "lz4" {
+                args.push("--lz4");
+            }
+            args.push(file.to_str().unwrap());
+            let report: serde_json::Value =
+                serde_json::from_str(&ok(&push(&server, &args))).unwrap();
+            let rows = psql(&server, &format!("SELECT count(*) FROM {table}"));
+            assert_eq!(
+                report["rows"].as_u64().unwrap().to_string(),
+                rows.trim(),
+                "{table}: {report}"
+            );
+            assert!(
+                psql(&server, &format!("SELECT * FROM {table}")) == expected,
+                "{table} differs from a local load"
+            );
+            assert_eq!(columns(&table), expected_columns, "{table}'s storage");
+            if ["all", "size", "none", "auto"].contains(m) {
+                assert!(report["bytes_sent"].as_u64().unwrap() > 0, "{report}");
+                assert!(report["server_cpu_s"].as_f64().unwrap() > 0.0, "{report}");
+            }
+            if *m == "all" {
+                assert_eq!(
+                    report["encoded_fragment_columns"], report["encodable_fragment_columns"],
+                    "{report}"
+                );
+            }
+            if *m == "none" {
+                assert_eq!(report["encoded_fragment_columns"], 0, "{report}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_named_on_the_client_and_loads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.csv");
+    let bad = dir.path().join("bad.csv");
+    let mut text = String::new();
+    for i in 0..5000 {
+        text.push_str(&format!("{i},name{}\n", i % 17));
+    }
+    std::fs::write(&good, &text).unwrap();
+    text.push_str("5000,x\n5001,y\nnot a number,z\n");
+    std::fs::write(&bad, &text).unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        "CREATE TABLE t (id INT NOT NULL, name TEXT) WITH (COMPRESSION = dictionary);\n\
+         CREATE TABLE k (id INT PRIMARY KEY, name TEXT COMPRESSION dictionary);\n",
+    )
+    .unwrap();
+    let server = serve(&init);
+    for mode in ["all", "size", "none", "seq", "pipe"] {
+        // seq sends its files as one input: one file there
+        let files: Vec<&str> = if mode == "seq" {
+            vec![bad.to_str().unwrap()]
+        } else {
+            vec![good.to_str().unwrap(), bad.to_str().unwrap()]
+        };
+        let mut args = vec!["--table", "t", "--mode", mode];
+        args.extend(files);
+        let out = push(&server, &args);
+        assert!(!out.status.success(), "{mode}: a bad file loaded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("line 5003"), "{mode}: {err}");
+        assert!(err.contains("not a number"), "{mode}: {err}");
+        assert_eq!(
+            psql(&server, "SELECT count(*) FROM t").trim(),
+            "0",
+            "{mode}"
+        );
+    }
+    // a duplicate key across the two files: refused by the server, nothing loaded
+    let out = push(
+        &server,
+        &[
+            "--table",
+            "k",
+            "--mode",
+            "all",
+            good.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("duplicate"), "{err}");
+    assert_eq!(psql(&server, "SELECT count(*) FROM k").trim(), "0");
+    // unknown table, wrong password
+    let out = push(&server, &["--table", "nope", good.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    let out = push(
+        &server,
+        &[
+            "--table",
+            "t",
+            "--password",
+            "wrong",
+            good.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "0");
+}
+
+#[test]
+fn two_clients_at_once_give_the_union_and_a_killed_one_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let rows = |from: usize| {
+        (from..from + 200_000)
+            .map(|i| format!("{i},v{}\n", i % 1000))
+            .collect::<String>()
+    };
+    std::fs::write(&a, rows(0)).unwrap();
+    std::fs::write(&b, rows(200_000)).unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT) WITH (COMPRESSION = dictionary);\n",
+    )
+    .unwrap();
+    let server = serve(&init);
+    let spawn = |file: &Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wireload"))
+            .args(["--threads", "1", "push", "--server"])
+            .arg(format!("http://127.0.0.1:{}", server.flight))
+            .args([
+                "--table",
+                "t",
+                "--mode",
+                "size",
+                "--chunk-mib",
+                "1",
+                "--fragments",
+                "2",
+            ])
+            .args(extra)
+            .arg(file)
+            .env("WIRELOAD_USER", USER)
+            .env("WIRELOAD_PASSWORD", PASSWORD)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (ca, cb) = (spawn(&a, &[]), spawn(&b, &[]));
+    for c in [ca, cb] {
+        ok(&c.wait_with_output().unwrap());
+    }
+    assert_eq!(
+        psql(
+            &server,
+            "SELECT count(*), count(DISTINCT id), sum(id) FROM t"
+        )
+        .trim(),
+        format!("400000|400000|{}", (0..400_000u64).sum::<u64>())
+    );
+    // a client killed while it sends (slowed to 8 Mbit/s): the table stays as it was
+    let mut slow = spawn(&a, &["--bandwidth", "8mbit"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    slow.kill().unwrap();
+    let _ = slow.wait();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "400000");
+}
