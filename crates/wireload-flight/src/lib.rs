@@ -116,10 +116,14 @@ pub async fn serve(
         tls,
         limits,
     } = settings;
-    let service = service::FlightSqlServer::new(db, auth::Auth::new(users, trust_local));
+    let service = service::FlightSqlServer::new(db, auth::Auth::new(users, trust_local))
+        .with_max_message_bytes(limits.max_message_bytes.max(1024));
     let service = FlightServiceServer::new(service)
         .max_decoding_message_size(limits.max_message_bytes.max(1024));
     let mut builder = Server::builder()
+        // large windows: pushes stream frames of megabytes
+        .initial_stream_window_size(Some(8 << 20))
+        .initial_connection_window_size(Some(16 << 20))
         .http2_keepalive_interval(Some(Duration::from_secs(60)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)));
     if let Some(files) = &tls {

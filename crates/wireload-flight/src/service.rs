@@ -154,6 +154,8 @@ pub struct FlightSqlServer {
     results: Mutex<HashMap<String, StoredResult>>,
     prepared: Mutex<HashMap<String, Arc<Prepared>>>,
     sql_info: SqlInfoData,
+    /// the largest message the transport accepts (pushes are told, to size their frames)
+    max_message_bytes: usize,
 }
 
 impl FlightSqlServer {
@@ -187,7 +189,14 @@ impl FlightSqlServer {
             results: Mutex::new(HashMap::new()),
             prepared: Mutex::new(HashMap::new()),
             sql_info,
+            max_message_bytes: wireload_server::Limits::default().max_message_bytes,
         }
+    }
+
+    /// This service, told the largest message its transport accepts.
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
     }
 
     /// Runs the statements of `sql` in a new session, in order; the last one's output.
@@ -777,7 +786,7 @@ impl FlightSqlService for FlightSqlServer {
             app_metadata: to_json(reply).into(),
         };
         let (reply_tx, reply_rx) = tokio::sync::mpsc::channel::<Result<PutResult, Status>>(16);
-        let described = Reply::Described(describe(&table, 0));
+        let described = Reply::Described(describe(&table, self.max_message_bytes as u64));
         reply_tx
             .send(Ok(put(&described)))
             .await
@@ -811,6 +820,7 @@ impl FlightSqlService for FlightSqlServer {
             }
         });
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let db = Arc::clone(&self.db);
         tokio::task::spawn_blocking(move || {
             let ctl = LoadControl::default();
             let frames = std::iter::from_fn(move || frame_rx.blocking_recv());
@@ -827,6 +837,16 @@ impl FlightSqlService for FlightSqlServer {
                         seconds = done.seconds,
                         "push loaded"
                     );
+                    db.catalog().record_load(wireload_storage::LoadRecord {
+                        table: table.name().to_string(),
+                        kind: format!("push {}", hello.mode.name()),
+                        source: hello.file.clone(),
+                        rows: done.rows,
+                        bytes: done.bytes_received,
+                        seconds: done.seconds,
+                        steps: done.steps.cpu_s.clone(),
+                        finished: std::time::SystemTime::now(),
+                    });
                     Ok(put(&done.reply()))
                 }
                 Err(e) => {

@@ -188,6 +188,7 @@ fn dict_frame(entries: u64) -> Frame {
         partition: 0,
         column: 1,
         entries,
+        last: true,
     }
 }
 
@@ -210,6 +211,9 @@ fn end(fragments: u64, rows: u64) -> (Frame, Vec<u8>) {
         Vec::new(),
     )
 }
+
+/// Frames of a push: header and payload.
+type Frames = Vec<(Frame, Vec<u8>)>;
 
 /// A valid push: a dictionary, an encoded fragment and a plain one.
 fn valid() -> Vec<(Frame, Vec<u8>)> {
@@ -250,7 +254,7 @@ fn forged_pushes_are_refused_and_load_nothing() {
     };
     let mut valid_without_end = valid();
     valid_without_end.pop();
-    let cases: Vec<(&str, Vec<(Frame, Vec<u8>)>, &str)> = vec![
+    let cases: Vec<(&str, Frames, &str)> = vec![
         (
             "unsorted dictionary",
             vec![
@@ -294,6 +298,7 @@ fn forged_pushes_are_refused_and_load_nothing() {
                     partition: 0,
                     column: 2,
                     entries: 1,
+                    last: true,
                 },
                 encode_batch(
                     &column_batch("x", Arc::new(Float32Array::from(vec![1.0f32]))).unwrap(),

@@ -15,23 +15,29 @@ pub fn process_cpu_seconds() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// How busy the machine's CPUs were between two samples of `/proc/stat`.
+/// How busy the CPUs this process may run on are, between two samples of `/proc/stat`.
 #[derive(Debug, Default)]
 pub struct MachineLoad {
+    cpus: Vec<usize>,
     last: Option<(u64, u64)>,
 }
 
 impl MachineLoad {
     /// Starts measuring.
     pub fn new() -> Self {
-        let mut load = MachineLoad::default();
-        load.last = cpu_ticks();
-        load
+        let cpus = allowed_cpus();
+        let last = cpu_ticks(&cpus);
+        MachineLoad { cpus, last }
     }
 
-    /// The busy fraction (0..1) of all CPUs since the last call (0 where unknown).
+    /// How many CPUs are measured.
+    pub fn cpus(&self) -> usize {
+        self.cpus.len().max(1)
+    }
+
+    /// The busy fraction (0..1) of the CPUs since the last call (0 where unknown).
     pub fn sample(&mut self) -> f64 {
-        let now = cpu_ticks();
+        let now = cpu_ticks(&self.cpus);
         let busy = match (self.last, now) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
             _ => 0.0,
@@ -43,19 +49,73 @@ impl MachineLoad {
     }
 }
 
-/// (busy, total) ticks of all CPUs from `/proc/stat`'s first line.
-fn cpu_ticks() -> Option<(u64, u64)> {
+/// CPU seconds this process's load threads have used (the load pools' `wireload-Nt-*`,
+/// the merge pools' `wireload-merge-*`, the push's `wireload-push-*` threads: not the
+/// query threads), from `/proc/self/task`.
+pub fn load_threads_cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let mut ticks = 0.0;
+    for task in tasks.flatten() {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let loads = name.starts_with("wireload-merge")
+            || name.starts_with("wireload-push")
+            || name
+                .strip_prefix("wireload-")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        if !loads {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let t = |i: usize| f.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+        ticks += t(11) + t(12);
+    }
+    // /proc's CPU times are in USER_HZ ticks (100 per second on Linux)
+    ticks / 100.0
+}
+
+/// The CPUs this process may run on (empty: unknown, then all are measured).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain old data; all-zero bytes are a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size given; pid 0 is this thread.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `set` is initialized and `c` is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// (busy, total) ticks of `cpus` (all CPUs when empty) from `/proc/stat`.
+fn cpu_ticks(cpus: &[usize]) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().next()?;
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...
-    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
-    let total: u64 = ticks.iter().take(8).sum();
-    Some((total.saturating_sub(idle), total))
+    let (mut busy, mut total) = (0u64, 0u64);
+    for line in stat.lines() {
+        let mut words = line.split_whitespace();
+        let name = words.next()?;
+        let wanted = match name.strip_prefix("cpu") {
+            Some("") => cpus.is_empty(),
+            Some(n) => n.parse::<usize>().is_ok_and(|n| cpus.contains(&n)),
+            None => break,
+        };
+        if !wanted {
+            continue;
+        }
+        let ticks: Vec<u64> = words.filter_map(|t| t.parse().ok()).collect();
+        // user nice system idle iowait irq softirq steal ...
+        let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+        let all: u64 = ticks.iter().take(8).sum();
+        busy += all.saturating_sub(idle);
+        total += all;
+    }
+    (total > 0).then_some((busy, total))
 }
 
 #[cfg(test)]

@@ -193,7 +193,7 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
     };
     let sent_result = match opts.mode {
         Mode::Seq => send_file(files, opts, &out),
-        _ => send_fragments(files, opts, &described, &out, &feedback),
+        _ => send_fragments(files, opts, &described, &out, &feedback, Arc::clone(&sent)),
     };
     // closing the stream ends the call: after an end frame the server publishes, without
     // one it refuses the load
@@ -490,6 +490,7 @@ fn send_fragments(
     described: &Described,
     out: &Outbox,
     feedback: &Feedback,
+    sent: Arc<AtomicU64>,
 ) -> Result<Sent, PushError> {
     let def = client_def(described)?;
     let threads = opts.threads.max(1);
@@ -532,6 +533,7 @@ fn send_fragments(
         fragments: 0,
         rows: 0,
         sent_count: &sent_count,
+        sent,
     };
     let (parsed, compressed) = std::thread::scope(|s| {
         let compressing = std::thread::Builder::new()
@@ -572,6 +574,10 @@ fn send_fragments(
     })
 }
 
+/// A column of a partition encoded: (column, dictionary, codes of each fragment that
+/// encodes it).
+type Encoded = (usize, ArrayRef, Vec<ArrayRef>);
+
 /// The sort and compress stage.
 struct Compress<'a> {
     def: &'a TableDef,
@@ -586,6 +592,8 @@ struct Compress<'a> {
     fragments: u64,
     rows: u64,
     sent_count: &'a (Mutex<usize>, Condvar),
+    /// the socket's byte counter
+    sent: Arc<AtomicU64>,
 }
 
 impl Compress<'_> {
@@ -596,7 +604,7 @@ impl Compress<'_> {
         let mut waiting: BTreeMap<usize, RecordBatch> = BTreeMap::new();
         let mut next = 0usize;
         let mut group: Vec<RecordBatch> = Vec::with_capacity(per);
-        let mut decider = Decider::new(self.opts, self.described);
+        let mut decider = Decider::new(self.opts, self.described, Arc::clone(&self.sent));
         for (n, batch) in rx {
             waiting.insert(n, batch);
             while let Some(b) = waiting.remove(&next) {
@@ -651,7 +659,7 @@ impl Compress<'_> {
         }
         // sort and compress: one dictionary per column over the fragments that encode it
         let columns: Vec<usize> = (0..ncols).filter(|&c| plan.iter().any(|p| p[c])).collect();
-        let merged: Vec<Result<(usize, ArrayRef, Vec<ArrayRef>), PushError>> =
+        let merged: Vec<Result<Encoded, PushError>> =
             self.pool.install(|| {
                 columns
                     .par_iter()
@@ -686,22 +694,35 @@ impl Compress<'_> {
         }
         self.steps.add("sort+compress", cpu() - cpu1);
         // transfer: dictionaries first, then fragment after fragment
-        let t_ser = thread_cpu_seconds();
         let mut ser = 0.0;
+        // a dictionary larger than a frame goes in pieces
+        let limit = match self.described.max_frame_bytes {
+            0 => 16 << 20,
+            n => (n as usize / 2).min(16 << 20),
+        };
         for (c, dictionary, _) in &dictionaries {
-            let body = encode_batch(
-                &column_batch(&self.def.schema.columns[*c].name, Arc::clone(dictionary))?,
-                self.opts.lz4,
-            )?;
-            ser += thread_cpu_seconds() - t_ser;
-            self.out.send(
-                &Frame::Dictionary {
-                    partition,
-                    column: *c,
-                    entries: dictionary.len() as u64,
-                },
-                body,
-            )?;
+            let bytes = dictionary.get_array_memory_size().max(1);
+            let per_piece = (dictionary.len() * limit / bytes).max(1);
+            let mut at = 0;
+            while at < dictionary.len() {
+                let n = per_piece.min(dictionary.len() - at);
+                let t0 = thread_cpu_seconds();
+                let body = encode_batch(
+                    &column_batch(&self.def.schema.columns[*c].name, dictionary.slice(at, n))?,
+                    self.opts.lz4,
+                )?;
+                ser += thread_cpu_seconds() - t0;
+                at += n;
+                self.out.send(
+                    &Frame::Dictionary {
+                        partition,
+                        column: *c,
+                        entries: n as u64,
+                        last: at == dictionary.len(),
+                    },
+                    body,
+                )?;
+            }
         }
         let mut next_code = vec![0usize; ncols];
         for (f, p) in fragments.iter().zip(&plan) {
@@ -770,11 +791,14 @@ struct Decider {
     /// fragments handed over since the last partition (empty fragments included)
     taken: usize,
     bandwidth: Option<Bandwidth>,
-    blocked_at: (u64, Instant),
+    /// (nanoseconds blocked, socket bytes) at the last adaptation, and when
+    blocked_at: (u64, u64, Instant),
+    /// the socket's byte counter
+    sent: Arc<AtomicU64>,
 }
 
 impl Decider {
-    fn new(opts: &PushOptions, described: &Described) -> Self {
+    fn new(opts: &PushOptions, described: &Described, sent: Arc<AtomicU64>) -> Self {
         let initial = match opts.mode {
             // no measurement yet: a slow link makes bytes count first, a fast one CPU
             Mode::Auto => match opts.bandwidth {
@@ -790,7 +814,8 @@ impl Decider {
             current: initial,
             taken: 0,
             bandwidth: opts.bandwidth,
-            blocked_at: (0, Instant::now()),
+            blocked_at: (0, sent.load(Relaxed), Instant::now()),
+            sent,
         }
     }
 
@@ -810,27 +835,29 @@ impl Decider {
         n
     }
 
-    /// `auto`: the server's CPUs busy with other work (queries) → the client transforms
-    /// everything; the network the bottleneck (the stages wait for it most of the time) →
-    /// the client encodes where that makes fewer bytes; otherwise the client only
-    /// deserializes and the server encodes.
+    /// `auto`, every 200 ms: the server's CPUs busy with other work than loads (queries)
+    /// → the client transforms everything; the stages waiting for the socket most of the
+    /// time while it carries at least 70% of the bandwidth (the network is the bottleneck)
+    /// → the client encodes where that makes fewer bytes; otherwise (the client or the
+    /// server's own loading is the bottleneck) the client only deserializes.
     fn adapt(&mut self, out: &Outbox, feedback: &Feedback) {
         let now = Instant::now();
-        let blocked = out.blocked_ns.load(Relaxed);
-        let span = now.duration_since(self.blocked_at.1).as_nanos() as u64;
-        if span < 200_000_000 {
+        let (blocked, sent) = (out.blocked_ns.load(Relaxed), self.sent.load(Relaxed));
+        let span = now.duration_since(self.blocked_at.2);
+        // nothing sent meanwhile: a partition is being gathered, nothing to learn
+        if span.as_millis() < 200 || sent == self.blocked_at.1 {
             return;
         }
-        let waiting = (blocked - self.blocked_at.0) as f64 / span as f64;
-        self.blocked_at = (blocked, now);
+        let waiting = (blocked - self.blocked_at.0) as f64 / span.as_nanos() as f64;
+        let rate = (sent - self.blocked_at.1) as f64 / span.as_secs_f64();
+        self.blocked_at = (blocked, sent, now);
         let (_, _, busy) = feedback.get();
-        self.current = if busy > 0.75 {
+        let wire_bound = self
+            .bandwidth
+            .is_some_and(|b| rate >= 0.7 * b.bytes_per_second() as f64);
+        self.current = if busy > 0.5 {
             Mode::All
-        } else if waiting > 0.5
-            || self
-                .bandwidth
-                .is_some_and(|b| b.bits_per_second <= 2_000_000_000)
-        {
+        } else if waiting > 0.3 && wire_bound {
             Mode::Size
         } else {
             Mode::None

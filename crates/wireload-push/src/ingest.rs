@@ -172,9 +172,13 @@ fn ingest_fragments(
     let dictionary_cpu = Mutex::new(0.0f64);
     let mut received = 0u64;
     let mut load = MachineLoad::new();
+    // the load threads' CPU at the last progress report, and when
+    let mut last_report = (crate::account::load_threads_cpu_seconds(), Instant::now());
     let run = appender.run(ctl, None, threads, |appender| {
         let mut all: Vec<Arc<ClientDictionary>> = Vec::new();
         let mut current: HashMap<usize, Arc<ClientDictionary>> = HashMap::new();
+        // pieces of a dictionary that has more to come, per column
+        let mut pieces: HashMap<usize, Vec<ArrayRef>> = HashMap::new();
         let (mut partition, mut next_fragment, mut rows) = (0u64, 0u64, 0u64);
         let mut ended = None;
         work.in_place_scope(|scope| {
@@ -206,10 +210,25 @@ fn ingest_fragments(
                         partition: p,
                         column,
                         entries,
+                        last,
                     } => {
                         let t0 = thread_cpu_seconds();
                         let r = advance(&mut partition, p, &mut current).and_then(|()| {
-                            let d = dictionary_frame(&shared, column, entries, &frame.body)?;
+                            if p != partition
+                                || (!pieces.is_empty() && !pieces.contains_key(&column))
+                            {
+                                return Err(PushError::Protocol(
+                                    "a dictionary's pieces are interleaved with other frames"
+                                        .into(),
+                                ));
+                            }
+                            let piece = dictionary_piece(&shared, column, entries, &frame.body)?;
+                            pieces.entry(column).or_default().push(piece);
+                            if !last {
+                                return Ok(());
+                            }
+                            let parts = pieces.remove(&column).unwrap_or_default();
+                            let d = dictionary(&shared, column, parts)?;
                             if current.insert(column, Arc::clone(&d)).is_some() {
                                 return Err(PushError::Protocol(format!(
                                     "a second dictionary of column {} in partition {p}",
@@ -229,6 +248,11 @@ fn ingest_fragments(
                         rows: n,
                         encoded,
                     } => advance(&mut partition, p, &mut current).and_then(|()| {
+                        if !pieces.is_empty() {
+                            return Err(PushError::Protocol(
+                                "a fragment before the last piece of a dictionary".into(),
+                            ));
+                        }
                         if fragment != next_fragment {
                             return Err(PushError::Protocol(format!(
                                 "fragment {fragment} arrived where fragment {next_fragment} \
@@ -305,13 +329,20 @@ fn ingest_fragments(
                             *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
                             shared.freed.notify_one();
                         });
-                        if next_fragment.is_multiple_of(8) {
+                        if next_fragment.is_multiple_of(4) {
+                            let validate_ns = shared.validate_ns.load(Relaxed);
                             let mut steps = Steps::default();
-                            steps.add("validate", shared.validate_ns.load(Relaxed) as f64 * 1e-9);
+                            steps.add("validate", validate_ns as f64 * 1e-9);
+                            // busy with other work: the server's CPUs less what the load
+                            // threads (this push's and other loads') used
+                            let span = last_report.1.elapsed().as_secs_f64().max(1e-3);
+                            let loads = crate::account::load_threads_cpu_seconds();
+                            let own = (loads - last_report.0) / (span * load.cpus() as f64);
+                            last_report = (loads, Instant::now());
                             progress(Reply::Progress {
                                 fragments: shared.validated.load(Relaxed),
                                 steps,
-                                busy: load.sample(),
+                                busy: (load.sample() - own).max(0.0),
                             });
                         }
                         Ok(())
@@ -415,13 +446,13 @@ fn advance(
     }
 }
 
-/// A dictionary frame's dictionary, checked.
-fn dictionary_frame(
+/// A piece of a dictionary, its shape checked.
+fn dictionary_piece(
     shared: &Shared<'_>,
     column: usize,
     entries: u64,
     body: &[u8],
-) -> Result<Arc<ClientDictionary>, PushError> {
+) -> Result<ArrayRef, PushError> {
     let def = shared.def;
     let col = def.schema.columns.get(column).ok_or_else(|| {
         PushError::Protocol(format!(
@@ -447,7 +478,25 @@ fn dictionary_frame(
             batch.num_rows()
         )));
     }
-    let values = Arc::clone(batch.column(0));
+    Ok(Arc::clone(batch.column(0)))
+}
+
+/// A dictionary from its pieces, checked.
+fn dictionary(
+    shared: &Shared<'_>,
+    column: usize,
+    pieces: Vec<ArrayRef>,
+) -> Result<Arc<ClientDictionary>, PushError> {
+    let col = &shared.def.schema.columns[column];
+    let values = match pieces.as_slice() {
+        [one] => Arc::clone(one),
+        many => {
+            let parts: Vec<&dyn Array> = many.iter().map(|a| a.as_ref()).collect();
+            arrow::compute::concat(&parts).map_err(|e| {
+                PushError::Protocol(format!("the dictionary of column \"{}\": {e}", col.name))
+            })?
+        }
+    };
     check_pushed_column(shared.file, column, col, &values, 0).map_err(|e| {
         PushError::Protocol(format!("the dictionary of column \"{}\": {e}", col.name))
     })?;
@@ -645,7 +694,6 @@ fn ingest_file(
             escape: dialect.escape,
             header: dialect.header,
             null: dialect.null.clone(),
-            ..Dialect::default()
         },
         threads: Some(threads),
         ..LoadOptions::default()

@@ -151,15 +151,20 @@ pub struct Described {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Frame {
-    /// The dictionary of column `column` in client partition `partition` (numbers dense
-    /// from 0): the payload is one batch of one column, the sorted unique values.
+    /// (A piece of) the dictionary of column `column` in client partition `partition`
+    /// (numbers ascending from 0): the payload is one batch of one column, sorted unique
+    /// values; a dictionary larger than a frame comes in pieces in order, the last one
+    /// marked `last`.
     Dictionary {
         /// client partition
         partition: u64,
         /// table column
         column: usize,
-        /// entries
+        /// entries in this frame
         entries: u64,
+        /// the dictionary's last piece
+        #[serde(default = "yes")]
+        last: bool,
     },
     /// Fragment `fragment` (numbers dense from 0 over the push) of client partition
     /// `partition`: the payload is one batch of `rows` rows, one column per table column;
@@ -195,6 +200,10 @@ pub enum Frame {
     },
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// CPU seconds of one side of a push, per step.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Steps {
@@ -224,14 +233,14 @@ pub enum Reply {
     /// The table, before any frame.
     Described(Described),
     /// Progress: what was received and validated so far, the server's CPU per step and how
-    /// busy its CPUs are (0 idle .. 1 all busy, every process on the machine) — the `auto`
-    /// mode's feedback.
+    /// busy the CPUs it may run on are with other work than loads (0 idle .. 1 all busy) —
+    /// the `auto` mode's feedback.
     Progress {
         /// fragments validated
         fragments: u64,
         /// CPU seconds per step so far
         steps: Steps,
-        /// fraction of the server machine's CPU time busy lately
+        /// fraction of the server's CPUs busy lately with other work than loads
         busy: f64,
     },
     /// The load was published.
@@ -315,6 +324,7 @@ mod tests {
                 partition: 1,
                 column: 3,
                 entries: 9,
+                last: false,
             },
             Frame::Fragment {
                 partition: 0,

@@ -1,12 +1,14 @@
 //! System views, computed from the catalog when a query scans them: `wireload_tables`
 //! (`table_name`, `rows`, `bytes`, `index_bytes`) and `wireload_columns` (`table_name`,
-//! `column_name`, `type`, `storage`, `dictionary_entries`, `bytes`). Bytes are bytes in
+//! `column_name`, `type`, `storage`, `dictionary_entries`, `bytes`) and `wireload_loads`
+//! (the last Shared Loading pushes the server accounted: `table_name`, `kind`, `source`,
+//! `rows`, `bytes`, `seconds`, `cpu_seconds`, `steps`, `finished`). Bytes are bytes in
 //! memory: a column's arrays (codes for dictionary columns) and its dictionaries once;
 //! a table's columns and indexes.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, StringArray};
+use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
@@ -24,6 +26,8 @@ pub enum SystemView {
     Tables,
     /// `wireload_columns`: one row per column of every table.
     Columns,
+    /// `wireload_loads`: one row per push the server remembers.
+    Loads,
 }
 
 impl SystemView {
@@ -32,6 +36,7 @@ impl SystemView {
         match name {
             "wireload_tables" => Some(SystemView::Tables),
             "wireload_columns" => Some(SystemView::Columns),
+            "wireload_loads" => Some(SystemView::Loads),
             _ => None,
         }
     }
@@ -55,6 +60,17 @@ impl SystemView {
                 int("dictionary_entries", true),
                 int("bytes", false),
             ],
+            SystemView::Loads => vec![
+                text("table_name"),
+                text("kind"),
+                text("source"),
+                int("rows", false),
+                int("bytes", false),
+                Field::new("seconds", DataType::Float64, false),
+                Field::new("cpu_seconds", DataType::Float64, false),
+                text("steps"),
+                text("finished"),
+            ],
         }))
     }
 
@@ -66,6 +82,58 @@ impl SystemView {
             .filter_map(|n| catalog.table(&n))
             .collect();
         let columns: Vec<ArrayRef> = match self {
+            SystemView::Loads => {
+                let loads = catalog.loads();
+                let steps = |l: &wireload_storage::LoadRecord| {
+                    l.steps
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v:.3}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let finished = |l: &wireload_storage::LoadRecord| {
+                    let t = l
+                        .finished
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default();
+                    let secs = t.as_secs() as i64;
+                    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+                    let date = arrow::temporal_conversions::date32_to_datetime(days as i32)
+                        .map(|d| d.format("%Y-%m-%d").to_string())
+                        .unwrap_or_default();
+                    format!(
+                        "{date} {:02}:{:02}:{:02}",
+                        rest / 3600,
+                        rest % 3600 / 60,
+                        rest % 60
+                    )
+                };
+                vec![
+                    Arc::new(StringArray::from_iter_values(
+                        loads.iter().map(|l| &l.table),
+                    )),
+                    Arc::new(StringArray::from_iter_values(loads.iter().map(|l| &l.kind))),
+                    Arc::new(StringArray::from_iter_values(
+                        loads.iter().map(|l| &l.source),
+                    )),
+                    Arc::new(Int64Array::from_iter_values(
+                        loads.iter().map(|l| l.rows as i64),
+                    )),
+                    Arc::new(Int64Array::from_iter_values(
+                        loads.iter().map(|l| l.bytes as i64),
+                    )),
+                    Arc::new(Float64Array::from_iter_values(
+                        loads.iter().map(|l| l.seconds),
+                    )),
+                    Arc::new(Float64Array::from_iter_values(
+                        loads
+                            .iter()
+                            .map(|l| l.steps.iter().map(|(_, v)| v).sum::<f64>()),
+                    )),
+                    Arc::new(StringArray::from_iter_values(loads.iter().map(steps))),
+                    Arc::new(StringArray::from_iter_values(loads.iter().map(finished))),
+                ]
+            }
             SystemView::Tables => {
                 let (mut names, mut rows, mut bytes, mut index) = (vec![], vec![], vec![], vec![]);
                 for t in &tables {

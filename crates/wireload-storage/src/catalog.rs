@@ -1,7 +1,8 @@
 //! The catalog: table names to tables.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use crate::StorageError;
 use crate::table::{Table, TableDef};
@@ -11,9 +12,50 @@ use crate::table::{Table, TableDef};
 #[derive(Debug, Default)]
 pub struct Catalog {
     tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    /// the last loads finished, oldest first
+    loads: Mutex<VecDeque<LoadRecord>>,
+}
+
+/// Loads the catalog remembers for the `wireload_loads` view.
+pub const LOADS_KEPT: usize = 1000;
+
+/// What one finished load (a Shared Loading push) did, as the server accounted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadRecord {
+    /// The table loaded into.
+    pub table: String,
+    /// How it was loaded (the push mode).
+    pub kind: String,
+    /// The input, as the client named it.
+    pub source: String,
+    /// Rows added.
+    pub rows: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// CPU seconds per step of the server's work.
+    pub steps: Vec<(String, f64)>,
+    /// When it was published.
+    pub finished: SystemTime,
 }
 
 impl Catalog {
+    /// Remembers a finished load (the oldest is forgotten past [`LOADS_KEPT`]).
+    pub fn record_load(&self, load: LoadRecord) {
+        let mut loads = self.loads.lock().unwrap_or_else(|e| e.into_inner());
+        if loads.len() == LOADS_KEPT {
+            loads.pop_front();
+        }
+        loads.push_back(load);
+    }
+
+    /// The loads remembered, oldest first.
+    pub fn loads(&self) -> Vec<LoadRecord> {
+        let loads = self.loads.lock().unwrap_or_else(|e| e.into_inner());
+        loads.iter().cloned().collect()
+    }
+
     /// Creates an empty table; with `if_not_exists` an existing table is returned instead.
     pub fn create_table(
         &self,

@@ -19,7 +19,7 @@ mod index;
 mod table;
 mod version;
 
-pub use catalog::Catalog;
+pub use catalog::{Catalog, LOADS_KEPT, LoadRecord};
 pub use encoding::{
     Compression, Encoding, column_bytes, conform, conform_array, dictionary_type, is_dictionary,
     plain_batch, plain_schema, replace_columns, scan_type,

@@ -268,6 +268,52 @@ pub enum BenchCommand {
     Lookup(BenchLookupArgs),
     /// Keyed transactions on one thread before and while TPC-H `lineitem` loads beside them.
     Online(BenchOnlineArgs),
+    /// Shared Loading against PIPE and SEQ: one cell (table, bandwidth, with or without
+    /// queries) end to end, client and server pinned to different cores.
+    Shared(BenchSharedArgs),
+}
+
+/// Flags of `wireload bench shared`.
+#[derive(Debug, Args)]
+pub struct BenchSharedArgs {
+    /// lineitem (TPC-H) or wide (the warehouse-like table of bench/widegen.py).
+    #[arg(long, default_value = "lineitem")]
+    pub table: String,
+    /// Directory of the data: lineitem.tbl (generated when missing) or wide.csv and
+    /// wide.columns (from bench/widegen.py).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// TPC-H scale factor of a generated lineitem.
+    #[arg(long, default_value_t = 1.0)]
+    pub sf: f64,
+    /// The client's socket bandwidth (token bucket): 1gbit, 10gbit...
+    #[arg(long)]
+    pub bandwidth: wireload_push::throttle::Bandwidth,
+    /// Run the paper's Q1 and Q2 in batches of 10 against a second table while loading.
+    #[arg(long)]
+    pub queries: bool,
+    /// Modes, in the order they run (interleaved over the runs).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "all,size,none,auto,pipe,seq"
+    )]
+    pub modes: Vec<wireload_push::protocol::Mode>,
+    /// Also run each push mode (not pipe) with LZ4 payloads.
+    #[arg(long)]
+    pub lz4: bool,
+    /// Runs of every mode; figures are medians.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// The CPU the server is pinned to.
+    #[arg(long, default_value_t = 1)]
+    pub server_cpu: usize,
+    /// The CPU the client is pinned to.
+    #[arg(long, default_value_t = 0)]
+    pub client_cpu: usize,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `wireload bench online`.

@@ -19,6 +19,7 @@ mod reference;
 mod render;
 mod script;
 mod serve;
+mod shared;
 mod shell;
 mod tpch;
 
@@ -52,6 +53,7 @@ fn run(cli: Cli) -> Result<()> {
         ),
         Some(Command::Bench(BenchCommand::Lookup(args))) => lookup::lookup(args, threads),
         Some(Command::Bench(BenchCommand::Online(args))) => online::online(args, threads),
+        Some(Command::Bench(BenchCommand::Shared(args))) => shared::run(args),
         Some(Command::Bench(BenchCommand::Tpch(args))) => {
             bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
         }

@@ -67,6 +67,7 @@ fn serve(init: &Path) -> Served {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("the server did not get ready:\n{}", log.join("\n"));
 }
 
@@ -248,6 +249,19 @@ fn every_mode_loads_what_a_local_copy_loads() {
             }
             if *m == "none" {
                 assert_eq!(report["encoded_fragment_columns"], 0, "{report}");
+            }
+            if *m != "pipe" {
+                // the server's accounting of the load, as SQL sees it
+                let load = psql(
+                    &server,
+                    &format!(
+                        "SELECT rows, cpu_seconds > 0, steps LIKE '%merge%' \
+                         FROM wireload_loads WHERE table_name = '{table}'"
+                    ),
+                );
+                let rows = report["rows"].as_u64().unwrap();
+                let steps_named = if *m == "seq" { "f" } else { "t" };
+                assert_eq!(load.trim(), format!("{rows}|t|{steps_named}"), "{table}");
             }
         }
     }

@@ -1,0 +1,423 @@
+//! `wireload bench shared`: one cell of the Shared Loading evaluation end to end. It starts
+//! `wireload serve` pinned to one CPU, and per mode (interleaved over the runs) creates the
+//! target table anew and runs `wireload push` pinned to another CPU, as separate processes;
+//! with `--queries` a second lineitem table answers the paper's Q1 and Q2 in batches of 10
+//! meanwhile. Per mode: throughput over the file's bytes, bytes on the socket, the client's
+//! CPU (getrusage) and the server's (its process's CPU over the load, /proc; and its own
+//! accounting of the load's steps), and the queries' p99.9 latencies; medians of the runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use wireload_push::protocol::Mode;
+
+use crate::cli::BenchSharedArgs;
+
+const USER: &str = "bench";
+const PASSWORD: &str = "shared loading";
+const LINEITEM: &str = "l_orderkey BIGINT NOT NULL, l_partkey INTEGER NOT NULL, \
+    l_suppkey INTEGER NOT NULL, l_linenumber INTEGER NOT NULL, \
+    l_quantity DECIMAL(15,2) NOT NULL, l_extendedprice DECIMAL(15,2) NOT NULL, \
+    l_discount DECIMAL(15,2) NOT NULL, l_tax DECIMAL(15,2) NOT NULL, \
+    l_returnflag CHAR(1) NOT NULL, l_linestatus CHAR(1) NOT NULL, l_shipdate DATE NOT NULL, \
+    l_commitdate DATE NOT NULL, l_receiptdate DATE NOT NULL, \
+    l_shipinstruct CHAR(25) NOT NULL, l_shipmode CHAR(10) NOT NULL, \
+    l_comment VARCHAR(44) NOT NULL";
+const Q1: &str = "SELECT sum(l_extendedprice) FROM lineitem_q";
+const Q2: &str =
+    "SELECT count(*) FROM lineitem_q WHERE l_shipdate BETWEEN '1994-01-01' AND '1995-01-01'";
+
+/// The server process, killed when dropped.
+struct Server {
+    child: Child,
+    pg: u16,
+    flight: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One run of one mode.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    seconds: f64,
+    throughput_mb_s: f64,
+    bytes_sent: f64,
+    client_cpu_s: f64,
+    server_cpu_s: f64,
+    server_load_cpu_s: f64,
+    q1_p999_ms: Option<f64>,
+    q2_p999_ms: Option<f64>,
+    encoded: f64,
+}
+
+/// Runs the cell and prints it.
+pub fn run(args: &BenchSharedArgs) -> Result<()> {
+    let exe = std::env::current_exe().context("finding the wireload binary")?;
+    let (file, columns, delimiter) = data(args, &exe)?;
+    let file_bytes = std::fs::metadata(&file)?.len();
+    let server = start_server(&exe, args.server_cpu)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    if args.queries {
+        sql(
+            &rt,
+            &server,
+            &format!(
+                "CREATE TABLE lineitem_q ({LINEITEM}) WITH (COMPRESSION = dictionary); \
+                 COPY lineitem_q FROM '{}' WITH (FORMAT csv, DELIMITER '|')",
+                lineitem_for_queries(args, &exe, &file)?.display()
+            ),
+        )?;
+    }
+    let mut modes: Vec<(Mode, bool)> = args.modes.iter().map(|&m| (m, false)).collect();
+    if args.lz4 {
+        modes.extend(
+            args.modes
+                .iter()
+                .filter(|m| **m != Mode::Pipe)
+                .map(|&m| (m, true)),
+        );
+    }
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); modes.len()];
+    for _ in 0..args.runs.max(1) {
+        for (k, &(mode, lz4)) in modes.iter().enumerate() {
+            let name = format!("t_{}", mode.name());
+            sql(
+                &rt,
+                &server,
+                &format!(
+                    "DROP TABLE IF EXISTS {name}; \
+                     CREATE TABLE {name} ({columns}) WITH (COMPRESSION = dictionary)"
+                ),
+            )?;
+            touch(file_bytes as usize);
+            let r = one_load(&rt, args, &exe, &server, &file, &name, delimiter, mode, lz4)?;
+            eprintln!(
+                "{}{}: {:.1} MB/s, {:.0} MB sent, client CPU {:.2} s, server CPU {:.2} s",
+                mode.paper_name(),
+                if lz4 { "+lz4" } else { "" },
+                r.throughput_mb_s,
+                r.bytes_sent / 1e6,
+                r.client_cpu_s,
+                r.server_cpu_s
+            );
+            runs[k].push(r);
+            sql(&rt, &server, &format!("DROP TABLE {name}"))?;
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for ((mode, lz4), rs) in modes.iter().zip(&runs) {
+        let med = |f: &dyn Fn(&Run) -> Option<f64>| median(rs.iter().filter_map(f).collect());
+        let key = format!("{}{}", mode.name(), if *lz4 { "+lz4" } else { "" });
+        out.insert(
+            key,
+            serde_json::json!({
+                "throughput_mb_s": med(&|r| Some(r.throughput_mb_s)),
+                "seconds": med(&|r| Some(r.seconds)),
+                "bytes_sent": med(&|r| Some(r.bytes_sent)),
+                "bytes_sent_of_file": med(&|r| Some(r.bytes_sent / file_bytes as f64)),
+                "server_cpu_s": med(&|r| Some(r.server_cpu_s)),
+                "server_load_cpu_s": med(&|r| Some(r.server_load_cpu_s)),
+                "client_cpu_s": med(&|r| Some(r.client_cpu_s)),
+                "encoded_column_share": med(&|r| Some(r.encoded)),
+                "q1_p999_ms": med(&|r| r.q1_p999_ms),
+                "q2_p999_ms": med(&|r| r.q2_p999_ms),
+            }),
+        );
+    }
+    let doc = serde_json::json!({
+        "table": args.table,
+        "file": file.display().to_string(),
+        "file_bytes": file_bytes,
+        "bandwidth": args.bandwidth.to_string(),
+        "queries": args.queries,
+        "runs": args.runs.max(1),
+        "cpus": { "server": args.server_cpu, "client": args.client_cpu },
+        "modes": out,
+    });
+    if args.json {
+        println!("{doc}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(())
+}
+
+/// The file to load, its table's columns and its delimiter (generated when missing).
+fn data(args: &BenchSharedArgs, exe: &Path) -> Result<(PathBuf, String, char)> {
+    match args.table.as_str() {
+        "lineitem" => {
+            let dir = args
+                .data
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("/dev/shm/wireload-tpch-sf{}", args.sf)));
+            let file = dir.join("lineitem.tbl");
+            if !file.is_file() {
+                let status = Command::new(exe)
+                    .args(["gen", "tpch", "--sf", &args.sf.to_string(), "--out"])
+                    .arg(&dir)
+                    .status()?;
+                if !status.success() {
+                    bail!("wireload gen tpch failed");
+                }
+            }
+            Ok((file, LINEITEM.to_string(), '|'))
+        }
+        "wide" => {
+            let dir = args
+                .data
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/dev/shm/wireload-wide"));
+            let (file, cols) = (dir.join("wide.csv"), dir.join("wide.columns"));
+            if !file.is_file() || !cols.is_file() {
+                let status = Command::new("python3")
+                    .args(["bench/widegen.py", "--rows", "200000", "--out"])
+                    .arg(&dir)
+                    .status()
+                    .context("running bench/widegen.py (from the repository root)")?;
+                if !status.success() {
+                    bail!("bench/widegen.py failed");
+                }
+            }
+            let columns = std::fs::read_to_string(&cols)?.trim().to_string();
+            Ok((file, columns, ','))
+        }
+        other => bail!("unknown table {other:?}: lineitem or wide"),
+    }
+}
+
+/// The lineitem file the queries' table is loaded from.
+fn lineitem_for_queries(args: &BenchSharedArgs, exe: &Path, file: &Path) -> Result<PathBuf> {
+    if args.table == "lineitem" {
+        return Ok(file.to_path_buf());
+    }
+    let lineitem = BenchSharedArgs {
+        table: "lineitem".into(),
+        data: None,
+        sf: args.sf,
+        bandwidth: args.bandwidth,
+        queries: false,
+        modes: Vec::new(),
+        lz4: false,
+        runs: 1,
+        server_cpu: args.server_cpu,
+        client_cpu: args.client_cpu,
+        json: false,
+    };
+    Ok(data(&lineitem, exe)?.0)
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// `wireload serve` on `cpu`, ready.
+fn start_server(exe: &Path, cpu: usize) -> Result<Server> {
+    let (pg, flight) = (free_port()?, free_port()?);
+    let mut child = Command::new("taskset")
+        .args(["-c", &cpu.to_string()])
+        .arg(exe)
+        .args(["--threads", "1", "serve", "--listen"])
+        .arg(format!("127.0.0.1:{pg}"))
+        .arg("--flight-listen")
+        .arg(format!("127.0.0.1:{flight}"))
+        .env("WIRELOAD_USER", USER)
+        .env("WIRELOAD_PASSWORD", PASSWORD)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting wireload serve under taskset")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", flight)).is_err()
+        || std::net::TcpStream::connect(("127.0.0.1", pg)).is_err()
+    {
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            bail!("the server did not start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Server { child, pg, flight })
+}
+
+/// A PostgreSQL connection to the server.
+async fn connect(server_pg: u16) -> Result<tokio_postgres::Client> {
+    let (client, conn) = tokio_postgres::Config::new()
+        .host("127.0.0.1")
+        .port(server_pg)
+        .user(USER)
+        .password(PASSWORD)
+        .dbname("wireload")
+        .connect(tokio_postgres::NoTls)
+        .await
+        .context("connecting to the server")?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+/// Runs SQL statements on the server.
+fn sql(rt: &tokio::runtime::Runtime, server: &Server, text: &str) -> Result<()> {
+    rt.block_on(async {
+        let client = connect(server.pg).await?;
+        client
+            .batch_execute(text)
+            .await
+            .with_context(|| format!("running {text}"))
+    })
+}
+
+/// CPU seconds of process `pid` so far (/proc/pid/stat utime + stime).
+fn process_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // fields after the command's closing parenthesis: utime is the 12th, stime the 13th
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / USER_HZ
+}
+
+/// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux).
+const USER_HZ: f64 = 100.0;
+
+/// Touches and frees `bytes` of memory (memory idle for seconds is returned to the host
+/// and slow on first touch: every contestant gets the same warm start).
+fn touch(bytes: usize) {
+    let mut v = vec![0u8; bytes];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&v);
+}
+
+/// The p99.9 of `latencies` (ms).
+fn p999(mut latencies: Vec<f64>) -> Option<f64> {
+    if latencies.is_empty() {
+        return None;
+    }
+    latencies.sort_by(f64::total_cmp);
+    let k = ((latencies.len() as f64 * 0.999).ceil() as usize).clamp(1, latencies.len());
+    Some(latencies[k - 1])
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// One load of `file` into `table` in `mode`, with the query load when asked.
+#[allow(clippy::too_many_arguments)]
+fn one_load(
+    rt: &tokio::runtime::Runtime,
+    args: &BenchSharedArgs,
+    exe: &Path,
+    server: &Server,
+    file: &Path,
+    table: &str,
+    delimiter: char,
+    mode: Mode,
+    lz4: bool,
+) -> Result<Run> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let queries = args.queries.then(|| {
+        let stop = Arc::clone(&stop);
+        let pg = server.pg;
+        rt.spawn(async move { query_load(pg, stop).await })
+    });
+    let cpu0 = process_cpu(server.child.id());
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", &args.client_cpu.to_string()])
+        .arg(exe)
+        .args(["--threads", "1", "push", "--json", "--server"])
+        .arg(format!("http://127.0.0.1:{}", server.flight))
+        .arg("--pg")
+        .arg(format!("127.0.0.1:{}", server.pg))
+        .args(["--table", table, "--mode", mode.name(), "--delimiter"])
+        .arg(delimiter.to_string())
+        .arg("--bandwidth")
+        .arg(args.bandwidth.to_string())
+        .arg(file)
+        .env("WIRELOAD_USER", USER)
+        .env("WIRELOAD_PASSWORD", PASSWORD);
+    if lz4 {
+        cmd.arg("--lz4");
+    }
+    let out = cmd.output().context("running wireload push")?;
+    let server_cpu_s = process_cpu(server.child.id()) - cpu0;
+    stop.store(true, Relaxed);
+    let latencies = match queries {
+        Some(q) => Some(rt.block_on(q)??),
+        None => None,
+    };
+    if !out.status.success() {
+        bail!(
+            "wireload push --mode {} failed: {}",
+            mode.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("push's JSON: {}", String::from_utf8_lossy(&out.stdout)))?;
+    let num = |k: &str| report[k].as_f64().unwrap_or(0.0);
+    let (q1, q2) = latencies.unwrap_or_default();
+    Ok(Run {
+        seconds: num("seconds"),
+        throughput_mb_s: num("throughput_mb_s"),
+        bytes_sent: num("bytes_sent"),
+        client_cpu_s: num("client_cpu_s"),
+        server_cpu_s,
+        server_load_cpu_s: num("server_cpu_s"),
+        q1_p999_ms: p999(q1),
+        q2_p999_ms: p999(q2),
+        encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
+    })
+}
+
+/// Q1 and Q2 in batches of 10 (alternating) until `stop`; their latencies in ms.
+async fn query_load(pg: u16, stop: Arc<AtomicBool>) -> Result<(Vec<f64>, Vec<f64>)> {
+    let mut clients = Vec::new();
+    for _ in 0..10 {
+        clients.push(Arc::new(connect(pg).await?));
+    }
+    let (mut q1, mut q2) = (Vec::new(), Vec::new());
+    let mut batch = 0usize;
+    while !stop.load(Relaxed) {
+        let q = if batch.is_multiple_of(2) { Q1 } else { Q2 };
+        // the batch at once, then wait for all of it
+        let runs: Vec<_> = clients
+            .iter()
+            .map(|c| {
+                let c = Arc::clone(c);
+                tokio::spawn(async move {
+                    let t0 = Instant::now();
+                    c.simple_query(q).await?;
+                    Ok::<_, tokio_postgres::Error>(t0.elapsed().as_secs_f64() * 1000.0)
+                })
+            })
+            .collect();
+        for r in runs {
+            let t = r.await??;
+            if batch.is_multiple_of(2) {
+                q1.push(t);
+            } else {
+                q2.push(t);
+            }
+        }
+        batch += 1;
+    }
+    Ok((q1, q2))
+}
