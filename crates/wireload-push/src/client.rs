@@ -659,35 +659,34 @@ impl Compress<'_> {
         }
         // sort and compress: one dictionary per column over the fragments that encode it
         let columns: Vec<usize> = (0..ncols).filter(|&c| plan.iter().any(|p| p[c])).collect();
-        let merged: Vec<Result<Encoded, PushError>> =
-            self.pool.install(|| {
-                columns
-                    .par_iter()
-                    .map(|&c| {
-                        let incoming: Vec<FragmentColumn> = fragments
-                            .iter()
-                            .zip(&plan)
-                            .filter(|(_, p)| p[c])
-                            .map(|(f, _)| FragmentColumn::Plain(Arc::clone(f.column(c))))
-                            .collect();
-                        let m = merge_column(None, &[], incoming).map_err(|e| {
-                            PushError::Options(format!(
-                                "column \"{}\": cannot build its dictionary: {e}",
-                                self.def.schema.columns[c].name
-                            ))
-                        })?;
-                        let codes = m
-                            .incoming
-                            .iter()
-                            .map(|a| {
-                                let d = a.as_any_dictionary();
-                                make_array(d.keys().to_data())
-                            })
-                            .collect();
-                        Ok((c, m.dictionary, codes))
-                    })
-                    .collect()
-            });
+        let merged: Vec<Result<Encoded, PushError>> = self.pool.install(|| {
+            columns
+                .par_iter()
+                .map(|&c| {
+                    let incoming: Vec<FragmentColumn> = fragments
+                        .iter()
+                        .zip(&plan)
+                        .filter(|(_, p)| p[c])
+                        .map(|(f, _)| FragmentColumn::Plain(Arc::clone(f.column(c))))
+                        .collect();
+                    let m = merge_column(None, &[], incoming).map_err(|e| {
+                        PushError::Options(format!(
+                            "column \"{}\": cannot build its dictionary: {e}",
+                            self.def.schema.columns[c].name
+                        ))
+                    })?;
+                    let codes = m
+                        .incoming
+                        .iter()
+                        .map(|a| {
+                            let d = a.as_any_dictionary();
+                            make_array(d.keys().to_data())
+                        })
+                        .collect();
+                    Ok((c, m.dictionary, codes))
+                })
+                .collect()
+        });
         let mut dictionaries = Vec::with_capacity(merged.len());
         for m in merged {
             dictionaries.push(m?);
@@ -704,7 +703,9 @@ impl Compress<'_> {
             let bytes = dictionary.get_array_memory_size().max(1);
             let per_piece = (dictionary.len() * limit / bytes).max(1);
             let mut at = 0;
-            while at < dictionary.len() {
+            // at least one frame: a column whose encoded values are all NULL has an empty
+            // dictionary, and its fragments still refer to it
+            while at < dictionary.len() || at == 0 {
                 let n = per_piece.min(dictionary.len() - at);
                 let t0 = thread_cpu_seconds();
                 let body = encode_batch(
@@ -712,13 +713,13 @@ impl Compress<'_> {
                     self.opts.lz4,
                 )?;
                 ser += thread_cpu_seconds() - t0;
-                at += n;
+                at += n.max(1);
                 self.out.send(
                     &Frame::Dictionary {
                         partition,
                         column: *c,
                         entries: n as u64,
-                        last: at == dictionary.len(),
+                        last: at >= dictionary.len(),
                     },
                     body,
                 )?;
