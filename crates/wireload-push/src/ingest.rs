@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, make_array};
+use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
 use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
@@ -617,7 +617,6 @@ fn encoded_column(
         *a |= u;
     }
     drop(all);
-    let _ = make_array; // codes stay as they came
     Ok(array)
 }
 
