@@ -56,7 +56,7 @@ pub fn load_threads_cpu_seconds() -> f64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0.0;
     };
-    let mut ticks = 0.0;
+    let mut seconds = 0.0;
     for task in tasks.flatten() {
         let path = task.path();
         let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
@@ -68,14 +68,21 @@ pub fn load_threads_cpu_seconds() -> f64 {
         if !loads {
             continue;
         }
-        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let t = |i: usize| f.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
-        ticks += t(11) + t(12);
+        seconds += stat_cpu_seconds(&path.join("stat"));
     }
-    // /proc's CPU times are in USER_HZ ticks (100 per second on Linux)
-    ticks / 100.0
+    seconds
+}
+
+/// CPU seconds (user + system) of the process or thread whose `/proc/.../stat` is `stat`
+/// (0 when it cannot be read).
+pub fn stat_cpu_seconds(stat: &std::path::Path) -> f64 {
+    let stat = std::fs::read_to_string(stat).unwrap_or_default();
+    // the fields after the command's closing parenthesis: utime is the 12th, stime the 13th
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let t = |i: usize| f.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+    // in USER_HZ ticks (100 per second on Linux)
+    (t(11) + t(12)) / 100.0
 }
 
 /// The CPUs this process may run on (empty: unknown, then all are measured).

@@ -19,14 +19,6 @@ use crate::cli::BenchSharedArgs;
 
 const USER: &str = "bench";
 const PASSWORD: &str = "shared loading";
-const LINEITEM: &str = "l_orderkey BIGINT NOT NULL, l_partkey INTEGER NOT NULL, \
-    l_suppkey INTEGER NOT NULL, l_linenumber INTEGER NOT NULL, \
-    l_quantity DECIMAL(15,2) NOT NULL, l_extendedprice DECIMAL(15,2) NOT NULL, \
-    l_discount DECIMAL(15,2) NOT NULL, l_tax DECIMAL(15,2) NOT NULL, \
-    l_returnflag CHAR(1) NOT NULL, l_linestatus CHAR(1) NOT NULL, l_shipdate DATE NOT NULL, \
-    l_commitdate DATE NOT NULL, l_receiptdate DATE NOT NULL, \
-    l_shipinstruct CHAR(25) NOT NULL, l_shipmode CHAR(10) NOT NULL, \
-    l_comment VARCHAR(44) NOT NULL";
 const Q1: &str = "SELECT sum(l_extendedprice) FROM lineitem_q";
 const Q2: &str =
     "SELECT count(*) FROM lineitem_q WHERE l_shipdate BETWEEN '1994-01-01' AND '1995-01-01'";
@@ -74,8 +66,9 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
             &rt,
             &server,
             &format!(
-                "CREATE TABLE lineitem_q ({LINEITEM}) WITH (COMPRESSION = dictionary); \
+                "CREATE TABLE lineitem_q ({}) WITH (COMPRESSION = dictionary); \
                  COPY lineitem_q FROM '{}' WITH (FORMAT csv, DELIMITER '|')",
+                lineitem_columns()?,
                 lineitem_for_queries(args, &exe, &file)?.display()
             ),
         )?;
@@ -172,7 +165,7 @@ fn data(args: &BenchSharedArgs, exe: &Path) -> Result<(PathBuf, String, char)> {
                     bail!("wireload gen tpch failed");
                 }
             }
-            Ok((file, LINEITEM.to_string(), '|'))
+            Ok((file, lineitem_columns()?, '|'))
         }
         "wide" => {
             let dir = args
@@ -195,6 +188,25 @@ fn data(args: &BenchSharedArgs, exe: &Path) -> Result<(PathBuf, String, char)> {
         }
         other => bail!("unknown table {other:?}: lineitem or wide"),
     }
+}
+
+/// lineitem's column list, from the TPC-H schema (`sql/tpch/schema.sql`).
+fn lineitem_columns() -> Result<String> {
+    let defs = crate::tpch::schema(false)?;
+    let def = defs
+        .iter()
+        .find(|d| d.name == "lineitem")
+        .context("the TPC-H schema has no lineitem")?;
+    Ok(def
+        .schema
+        .columns
+        .iter()
+        .map(|c| {
+            let not_null = if c.nullable { "" } else { " NOT NULL" };
+            format!("{} {}{not_null}", c.name, c.ty)
+        })
+        .collect::<Vec<_>>()
+        .join(", "))
 }
 
 /// The lineitem file the queries' table is loaded from.
@@ -278,18 +290,10 @@ fn sql(rt: &tokio::runtime::Runtime, server: &Server, text: &str) -> Result<()> 
     })
 }
 
-/// CPU seconds of process `pid` so far (/proc/pid/stat utime + stime).
+/// CPU seconds of process `pid` so far.
 fn process_cpu(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // fields after the command's closing parenthesis: utime is the 12th, stime the 13th
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / USER_HZ
+    wireload_push::account::stat_cpu_seconds(Path::new(&format!("/proc/{pid}/stat")))
 }
-
-/// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux).
-const USER_HZ: f64 = 100.0;
 
 /// Touches and frees `bytes` of memory (memory idle for seconds is returned to the host
 /// and slow on first touch: every contestant gets the same warm start).
