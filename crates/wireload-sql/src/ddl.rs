@@ -634,7 +634,10 @@ mod tests {
         assert!(create_err("CREATE TEMP TABLE t (a INT)").contains("TEMPORARY"));
         assert!(create_err("CREATE TABLE s.t (a INT)").contains("schema \"s\""));
         assert!(create_err("CREATE TABLE t (a INT").starts_with("syntax error"));
-        assert!(create_err("CREATE TABLE t (a INTEGRAL)").contains("column \"a\""));
+        assert_eq!(
+            create_err("CREATE TABLE t (a INTEGRAL)"),
+            "column \"a\": type \"INTEGRAL\" does not exist"
+        );
         assert!(
             create_err("CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x'").contains("EXTERNAL")
         );

@@ -97,6 +97,9 @@ pub enum SqlError {
     /// No index of that name.
     #[error("index \"{0}\" does not exist")]
     UndefinedIndex(String),
+    /// A column type that does not exist (the message names the column and the type).
+    #[error("{0}")]
+    UndefinedType(String),
     /// An index of that name exists already.
     #[error("an index called \"{index}\" already exists (on table \"{table}\")")]
     DuplicateIndex {
@@ -219,6 +222,7 @@ impl From<wireload_types::sql::ColumnsError> for SqlError {
             C::Syntax(e) => SqlError::Syntax(e),
             C::NotSupported(m) => SqlError::NotSupported(m),
             C::Invalid(m) => SqlError::InvalidOption(m),
+            C::UnknownType(name) => SqlError::UndefinedType(name),
             e => SqlError::Internal(e.to_string()),
         }
     }
@@ -243,7 +247,7 @@ impl SqlError {
             SqlError::InvalidOption(_) => SqlState::INVALID_PARAMETER_VALUE,
             SqlError::UndefinedTable(_) => SqlState::UNDEFINED_TABLE,
             SqlError::UndefinedColumn { .. } => SqlState::UNDEFINED_COLUMN,
-            SqlError::UndefinedIndex(_) => SqlState::UNDEFINED_OBJECT,
+            SqlError::UndefinedIndex(_) | SqlError::UndefinedType(_) => SqlState::UNDEFINED_OBJECT,
             SqlError::DuplicateIndex { .. } => SqlState::DUPLICATE_OBJECT,
             SqlError::WrongObjectType { .. } => SqlState::WRONG_OBJECT_TYPE,
             SqlError::IndexInUse { .. } => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,

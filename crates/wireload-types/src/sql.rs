@@ -26,6 +26,9 @@ pub enum ColumnsError {
     /// A column list that cannot be a table's (a name twice).
     #[error("{0}")]
     Invalid(String),
+    /// A type name that is no type at all (PostgreSQL's "type ... does not exist").
+    #[error("{0}")]
+    UnknownType(String),
 }
 
 /// The wireload type of a SQL type as the parser read it.
@@ -108,7 +111,11 @@ pub fn sql_type(t: &DataType) -> Result<SqlType, ColumnsError> {
             match name.to_string().to_ascii_lowercase().as_str() {
                 "string" => SqlType::Varchar(None),
                 "double" => SqlType::Double,
-                _ => return Err(bad("unknown type")),
+                _ => {
+                    return Err(ColumnsError::UnknownType(format!(
+                        "type \"{name}\" does not exist"
+                    )));
+                }
             }
         }
         _ => return Err(bad("unsupported type")),
@@ -134,6 +141,9 @@ pub fn column_def(
     let ty = sql_type(&col.data_type).map_err(|e| match e {
         ColumnsError::NotSupported(m) => {
             ColumnsError::NotSupported(format!("column \"{name}\": {m}"))
+        }
+        ColumnsError::UnknownType(m) => {
+            ColumnsError::UnknownType(format!("column \"{name}\": {m}"))
         }
         e => e,
     })?;
@@ -290,8 +300,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_types_naming_them() {
+        match ty("INTEGRAL") {
+            Err(ColumnsError::UnknownType(m)) => {
+                assert_eq!(m, "column \"c\": type \"INTEGRAL\" does not exist")
+            }
+            other => panic!("INTEGRAL: {other:?}"),
+        }
         for text in [
-            "INTEGRAL",
             "DECIMAL(0,0)",
             "DECIMAL(39,2)",
             "DECIMAL(5,6)",

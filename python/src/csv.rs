@@ -1,0 +1,293 @@
+//! `read_csv`: CSV files loaded by wireload's parallel loader into Arrow record batches that
+//! Python takes over without a copy.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arrow::datatypes::Schema;
+use pyo3::prelude::*;
+use wireload_load::{Dialect, LoadControl, LoadOptions, Source};
+use wireload_storage::{Partitioning, Table, TableDef};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
+
+use crate::arrow::ArrowResult;
+use crate::errors::{NotSupportedError, ProgrammingError, load_error, sql_error};
+use crate::run::{Progress, run_cancellable};
+
+/// The name errors give the table `read_csv` loads.
+const TABLE: &str = "read_csv";
+
+/// Loads CSV files into Arrow record batches (see `wireload.read_csv`).
+#[pyfunction]
+#[pyo3(signature = (
+    paths, schema=None, delimiter=",", quote=Some(String::from("\"")), escape=None,
+    header=true, null=String::new(), threads=None, columns=None, on_error="stop",
+    progress=false, memory_map=false, block_bytes=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn load_csv(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    schema: Option<String>,
+    delimiter: &str,
+    quote: Option<String>,
+    escape: Option<String>,
+    header: bool,
+    null: String,
+    threads: Option<usize>,
+    columns: Option<Vec<String>>,
+    on_error: &str,
+    progress: bool,
+    memory_map: bool,
+    block_bytes: Option<usize>,
+) -> PyResult<ArrowResult> {
+    if !on_error.eq_ignore_ascii_case("stop") {
+        return Err(NotSupportedError::new_err(format!(
+            "on_error={on_error:?}: only \"stop\" (the load fails at the first bad row and \
+             returns nothing) is supported yet"
+        )));
+    }
+    if paths.is_empty() {
+        return Err(ProgrammingError::new_err(
+            "read_csv needs at least one path",
+        ));
+    }
+    if threads == Some(0) {
+        return Err(ProgrammingError::new_err("threads must be at least 1"));
+    }
+    let quote = quote.map(|q| one_byte("quote", &q)).transpose()?;
+    let dialect = Dialect {
+        delimiter: one_byte("delimiter", delimiter)?,
+        quote,
+        // RFC 4180: a quote inside a quoted field is doubled
+        escape: match escape {
+            Some(e) => Some(one_byte("escape", &e)?),
+            None => quote,
+        },
+        header,
+        null: null.into_bytes(),
+    };
+    dialect
+        .validate()
+        .map_err(|e| ProgrammingError::new_err(e.0))?;
+    let def = match schema {
+        Some(text) => wireload_sql::parse_table(TABLE, &text).map_err(|e| sql_error(py, &e))?,
+        // the first file with a record names the columns; files of nothing but line
+        // breaks are no table at all (no columns, no rows), as in pyarrow and DuckDB
+        None => match paths.iter().find(|p| has_record(p)) {
+            Some(first) => text_columns(py, first, &dialect)?,
+            None => return Ok(ArrowResult::new(Arc::new(Schema::empty()), Vec::new())),
+        },
+    };
+    let keep = match &columns {
+        Some(names) => Some(projection(&def, names)?),
+        None => None,
+    };
+    let table = Arc::new(Table::new(def));
+    let options = LoadOptions {
+        dialect,
+        threads: Some(threads.unwrap_or_else(default_threads)),
+        ..LoadOptions::default()
+    };
+    let bar = if progress {
+        let total = paths
+            .iter()
+            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            .sum();
+        Some(Progress::new(Some(total)))
+    } else {
+        None
+    };
+    for path in &paths {
+        let ctl = LoadControl::default();
+        let (target, source, opts, c) = (
+            table.clone(),
+            source(py, path, memory_map, block_bytes)?,
+            options.clone(),
+            ctl.clone(),
+        );
+        let report = run_cancellable(py, &ctl, bar.as_ref(), move || {
+            wireload_load::load_into(&target, &source, &opts, &c)
+        });
+        let report = match report {
+            Ok(r) => r,
+            Err(interrupt) => {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                return Err(interrupt);
+            }
+        };
+        match report {
+            Ok(r) => {
+                if let Some(b) = &bar {
+                    b.file_done(r.bytes);
+                }
+            }
+            Err(e) => {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                return Err(load_error(py, e, TABLE));
+            }
+        }
+    }
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    let snapshot = table.snapshot();
+    let batches = snapshot
+        .live_chunks()
+        .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+    let schema = snapshot.scan_schema();
+    Ok(match keep {
+        None => ArrowResult::new(schema, batches),
+        Some(indices) => {
+            let schema = Arc::new(
+                schema
+                    .project(&indices)
+                    .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?,
+            );
+            let batches = batches
+                .iter()
+                .map(|b| b.project(&indices))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+            ArrowResult::new(schema, batches)
+        }
+    })
+}
+
+/// The file at `path`, memory-mapped or streamed in blocks (the default: its pages are not
+/// held while the load runs, so the load's peak memory is the table's and a few blocks').
+/// `block_bytes` sizes the blocks (default [`wireload_load::BLOCK_BYTES`]).
+fn source(
+    py: Python<'_>,
+    path: &Path,
+    memory_map: bool,
+    block_bytes: Option<usize>,
+) -> PyResult<Source> {
+    if memory_map {
+        return Ok(Source::File(path.to_path_buf()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| {
+        let error = wireload_load::LoadError::Io {
+            path: path.display().to_string(),
+            source: e,
+        };
+        load_error(py, error, TABLE)
+    })?;
+    let size = file.metadata().ok().map(|m| m.len());
+    Ok(Source::Reader {
+        name: path.display().to_string(),
+        reader: Arc::new(Mutex::new(Some(Box::new(file)))),
+        size,
+        block: block_bytes
+            .unwrap_or(wireload_load::BLOCK_BYTES)
+            .max(1 << 16),
+    })
+}
+
+/// False when the file holds nothing but a BOM and line breaks (true when it cannot be
+/// read: the load reports why).
+fn has_record(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return true;
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = [0u8; 8192];
+    let mut first = true;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                let mut bytes = &buf[..n];
+                if first {
+                    bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+                    first = false;
+                }
+                if bytes.iter().any(|&b| b != b'\n' && b != b'\r') {
+                    return true;
+                }
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The machine's cores (what wireload's loader uses by default).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `value` as the single byte of a dialect character.
+fn one_byte(what: &str, value: &str) -> PyResult<u8> {
+    match value.as_bytes() {
+        [b] if b.is_ascii() => Ok(*b),
+        _ => Err(ProgrammingError::new_err(format!(
+            "{what} must be one ASCII character, got {value:?}"
+        ))),
+    }
+}
+
+/// A definition of TEXT columns named after the header of `path` (column1..N without one),
+/// for a `read_csv` without a schema.
+fn text_columns(py: Python<'_>, path: &std::path::Path, dialect: &Dialect) -> PyResult<TableDef> {
+    let names = wireload_load::header_names(&Source::File(path.to_path_buf()), dialect)
+        .map_err(|e| load_error(py, e, TABLE))?;
+    let mut columns: Vec<ColumnDef> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        // an empty name (R's row-name column) is named after its position, a repeated one
+        // gets a suffix
+        let base = if name.trim().is_empty() {
+            format!("column{}", i + 1)
+        } else {
+            name.clone()
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while columns.iter().any(|c| c.name == candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        columns.push(ColumnDef {
+            name: candidate,
+            ty: SqlType::Text,
+            nullable: true,
+        });
+    }
+    TableDef::new(TABLE, TableSchema { columns }, Partitioning::Single)
+        .map_err(|e| ProgrammingError::new_err(e.to_string()))
+}
+
+/// The positions of `names` among the columns of `def`, in the order given.
+fn projection(def: &TableDef, names: &[String]) -> PyResult<Vec<usize>> {
+    let schema: &Schema = &def.arrow_schema;
+    names
+        .iter()
+        .map(|name| {
+            schema
+                .fields()
+                .iter()
+                .position(|f| f.name() == name)
+                .or_else(|| {
+                    schema
+                        .fields()
+                        .iter()
+                        .position(|f| f.name().eq_ignore_ascii_case(name))
+                })
+                .ok_or_else(|| {
+                    ProgrammingError::new_err(format!(
+                        "columns: no column {name:?}; the columns are {}",
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
