@@ -55,6 +55,7 @@ from load import (  # noqa: E402  (stdlib-only helpers shared by the bench scrip
     fmt_rate,
     git_commit,
     loadavg,
+    machine_info,
     tail,
     touch_memory,
     worker_python,
@@ -416,35 +417,6 @@ def busy_builds() -> list[str]:
         if comm in ("cargo", "rustc") or comm.startswith("rustc"):
             found.append(f"{comm} (pid {pid})")
     return found
-
-
-def machine_info() -> dict[str, str]:
-    """CPU model (from /proc/cpuinfo), CPUs, RAM and kernel."""
-    info = {"cpu": platform.machine(), "cores": str(os.cpu_count()), "virt": ""}
-    try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-        for line in text.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                info["cpu"] = value.strip()
-                break
-        for line in text.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "flags":
-                if "hypervisor" in value.split():
-                    info["virt"] = "virtual machine"
-                break
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(next(ln for ln in f if ln.startswith("MemTotal")).split()[1])
-        info["memory"] = f"{kb / (1 << 20):.1f} GiB"
-    except (OSError, StopIteration):
-        info["memory"] = "unknown"
-    info["kernel"] = platform.release()
-    return info
 
 
 def run_child(name: str, args: argparse.Namespace, nbytes: int) -> dict:

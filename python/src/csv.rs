@@ -14,6 +14,10 @@ use crate::arrow::ArrowResult;
 use crate::errors::{NotSupportedError, ProgrammingError, load_error, sql_error};
 use crate::run::{Progress, run_cancellable};
 
+/// Inputs of at most this many bytes are memory-mapped by default, larger ones read in
+/// blocks.
+const MAP_AT_MOST: u64 = 64 << 20;
+
 /// The name errors give the table `read_csv` loads.
 const TABLE: &str = "read_csv";
 
@@ -22,7 +26,7 @@ const TABLE: &str = "read_csv";
 #[pyo3(signature = (
     paths, schema=None, delimiter=",", quote=Some(String::from("\"")), escape=None,
     header=true, null=String::new(), threads=None, columns=None, on_error="stop",
-    progress=false, memory_map=false, block_bytes=None
+    progress=false, memory_map=None, block_bytes=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_csv(
@@ -38,7 +42,7 @@ pub fn load_csv(
     columns: Option<Vec<String>>,
     on_error: &str,
     progress: bool,
-    memory_map: bool,
+    memory_map: Option<bool>,
     block_bytes: Option<usize>,
 ) -> PyResult<ArrowResult> {
     if !on_error.eq_ignore_ascii_case("stop") {
@@ -98,11 +102,17 @@ pub fn load_csv(
     } else {
         None
     };
+    // small files are mapped: blocks would serialize reading and parsing for little memory
+    let small = paths
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(u64::MAX, |m| m.len()))
+        .fold(0u64, u64::saturating_add)
+        <= MAP_AT_MOST;
     for path in &paths {
         let ctl = LoadControl::default();
         let (target, source, opts, c) = (
             table.clone(),
-            source(py, path, memory_map, block_bytes)?,
+            source(py, path, memory_map.unwrap_or(small), block_bytes)?,
             options.clone(),
             ctl.clone(),
         );

@@ -60,11 +60,14 @@ pub fn run_cancellable<T: Send + 'static>(
     }
 }
 
-/// A progress bar of bytes loaded, on stderr, drawn once a load has started.
+/// A progress bar of bytes loaded, on stderr, drawn once a load has opened its input.
 pub struct Progress {
     /// Bytes of all files, when known before the load (else each load's own total).
     total: Option<u64>,
-    bar: std::cell::OnceCell<ProgressBar>,
+    /// Made hidden at the start (so its rate counts from there) and shown once the total is
+    /// known.
+    bar: ProgressBar,
+    shown: std::cell::Cell<bool>,
     /// Bytes of the files loaded before the current one.
     done_before: std::cell::Cell<u64>,
 }
@@ -72,9 +75,20 @@ pub struct Progress {
 impl Progress {
     /// A bar for `total` bytes, or for the total each load finds when None.
     pub fn new(total: Option<u64>) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template(
+                // the bar takes what the terminal's width leaves (a line that wraps is
+                // redrawn badly)
+                "loading [{wide_bar}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
         Progress {
             total,
-            bar: std::cell::OnceCell::new(),
+            bar,
+            shown: std::cell::Cell::new(false),
             done_before: std::cell::Cell::new(0),
         }
     }
@@ -84,36 +98,24 @@ impl Progress {
         let total = self
             .total
             .unwrap_or_else(|| ctl.bytes_total.load(Ordering::Relaxed));
-        if total == 0 {
-            return;
+        self.bar
+            .set_position(self.done_before.get() + ctl.bytes_done.load(Ordering::Relaxed));
+        if total > 0 {
+            self.bar.set_length(total);
+            if !self.shown.replace(true) {
+                self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
         }
-        let bar = self.bar.get_or_init(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "loading [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar
-        });
-        bar.set_length(total);
-        bar.set_position(self.done_before.get() + ctl.bytes_done.load(Ordering::Relaxed));
     }
 
     /// Marks a file of `bytes` as loaded.
     pub fn file_done(&self, bytes: u64) {
         self.done_before.set(self.done_before.get() + bytes);
-        if let Some(bar) = self.bar.get() {
-            bar.set_position(self.done_before.get());
-        }
+        self.bar.set_position(self.done_before.get());
     }
 
     /// Removes the bar.
     pub fn finish(&self) {
-        if let Some(bar) = self.bar.get() {
-            bar.finish_and_clear();
-        }
+        self.bar.finish_and_clear();
     }
 }

@@ -47,9 +47,18 @@ def rows_text(n: int) -> list[str]:
 
 
 def load_error(path, **options) -> wireload.DataError:
-    with pytest.raises(wireload.DataError) as info:
-        wireload.read_csv(path, schema=SCHEMA, **options)
-    return info.value
+    """The error of a load of `path`, the same whether the file is mapped or read in blocks
+    (small files are mapped by default, large ones streamed: both must say the same)."""
+    errors = []
+    for memory_map in (True, False):
+        with pytest.raises(wireload.DataError) as info:
+            wireload.read_csv(path, schema=SCHEMA, memory_map=memory_map, **options)
+        errors.append(info.value)
+    mapped, streamed = errors
+    for attribute in ("file", "line", "column", "column_name", "byte_offset", "sqlstate"):
+        assert getattr(mapped, attribute) == getattr(streamed, attribute), attribute
+    assert str(mapped) == str(streamed)
+    return mapped
 
 
 def check_position(err, path, line, column, column_name, byte_offset):

@@ -155,8 +155,26 @@ def test_header_is_skipped_in_every_file(tmp_path):
 def test_memory_map_gives_the_same_table(tmp_path):
     path = tmp_path / "types.csv"
     path.write_text(ALL_TEXT * 1)
-    assert wireload.read_csv(path, schema=ALL_TYPES, memory_map=True).equals(
-        wireload.read_csv(path, schema=ALL_TYPES)
+    mapped = wireload.read_csv(path, schema=ALL_TYPES, memory_map=True)
+    assert mapped.equals(wireload.read_csv(path, schema=ALL_TYPES, memory_map=False))
+    assert mapped.equals(wireload.read_csv(path, schema=ALL_TYPES))
+
+
+def test_small_blocks_give_the_same_table(tmp_path):
+    # records cut across many 64 KiB blocks (the smallest the native side takes)
+    path = tmp_path / "many.csv"
+    header, body = ALL_TEXT.split("\n", 1)
+    path.write_text(header + "\n" + body * 2000)
+    mapped = wireload._native.load_csv([str(path)], schema=ALL_TYPES, memory_map=True)
+    streamed = wireload._native.load_csv(
+        [str(path)], schema=ALL_TYPES, memory_map=False, block_bytes=1 << 16
+    )
+    assert streamed.num_batches > 1
+    assert wireload.read_csv(path, schema=ALL_TYPES).equals(
+        pa.RecordBatchReader.from_stream(streamed).read_all()
+    )
+    assert pa.RecordBatchReader.from_stream(mapped).read_all().equals(
+        pa.RecordBatchReader.from_stream(streamed).read_all()
     )
 
 

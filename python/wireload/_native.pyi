@@ -69,5 +69,6 @@ def load_csv(
     columns: Optional[Sequence[str]] = None,
     on_error: str = "stop",
     progress: bool = False,
-    memory_map: bool = False,
+    memory_map: Optional[bool] = None,
+    block_bytes: Optional[int] = None,
 ) -> ArrowResult: ...
