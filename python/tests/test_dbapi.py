@@ -258,3 +258,29 @@ def test_connections_are_separate_databases():
     finally:
         a.close()
         b.close()
+
+
+def test_type_objects_compare_with_description_types(con):
+    cur = con.execute(f"CREATE TABLE t ({TYPED})")
+    cur = con.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?)", ROW)
+    cur = con.execute("SELECT i, f, s, d, ts, m, b FROM t")
+    types = [d[1] for d in cur.description]
+    assert types[0] == wireload.NUMBER and types[1] == wireload.NUMBER
+    assert types[5] == wireload.NUMBER
+    assert types[2] == wireload.STRING and types[2] != wireload.NUMBER
+    assert types[3] == wireload.DATETIME and types[4] == wireload.DATETIME
+    assert types[6] != wireload.NUMBER and types[6] != wireload.STRING
+    assert all(t != wireload.ROWID for t in types)
+    assert wireload.Date(2024, 2, 29) == dt.date(2024, 2, 29)
+    assert wireload.Timestamp(2024, 1, 1, 5) == dt.datetime(2024, 1, 1, 5)
+    assert wireload.DateFromTicks(0) == dt.date.fromtimestamp(0)
+    assert wireload.Binary(b"x") == b"x"
+
+
+def test_empty_parameters_run_statements_without_placeholders(con, tmp_path):
+    # DB-API callers pass () for "no parameters"; DDL and COPY cannot be prepared
+    con.execute("CREATE TABLE e (a INT)", ())
+    path = tmp_path / "e.csv"
+    path.write_text("1\n2\n")
+    assert con.execute(f"COPY e FROM {sql_literal(str(path))}", []).rowcount == 2
+    assert con.execute("SELECT count(*) FROM e", ()).fetchall() == [(2,)]

@@ -44,6 +44,18 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars
 
 __all__ = [
+    "BINARY",
+    "Binary",
+    "DATETIME",
+    "Date",
+    "DateFromTicks",
+    "NUMBER",
+    "ROWID",
+    "STRING",
+    "Time",
+    "TimeFromTicks",
+    "Timestamp",
+    "TimestampFromTicks",
     "ArrowResult",
     "Connection",
     "Cursor",
@@ -73,6 +85,68 @@ apilevel = "2.0"
 threadsafety = 1
 #: Placeholders are question marks (`WHERE id = ?`); `$1`, `$2`... work too.
 paramstyle = "qmark"
+
+# DB-API 2.0 constructors of parameter values.
+Date = _dt.date
+Time = _dt.time
+Timestamp = _dt.datetime
+Binary = bytes
+
+
+def DateFromTicks(ticks: float) -> _dt.date:  # noqa: N802 (DB-API's name)
+    """The local date of a Unix time."""
+    return _dt.date.fromtimestamp(ticks)
+
+
+def TimeFromTicks(ticks: float) -> _dt.time:  # noqa: N802
+    """The local time of day of a Unix time."""
+    return _dt.datetime.fromtimestamp(ticks).time()
+
+
+def TimestampFromTicks(ticks: float) -> _dt.datetime:  # noqa: N802
+    """The local date and time of a Unix time."""
+    return _dt.datetime.fromtimestamp(ticks)
+
+
+class _TypeObject:
+    """A DB-API 2.0 type object: equal to the Arrow types of `cursor.description` it covers."""
+
+    def __init__(self, name: str, test: Any) -> None:
+        self._name = name
+        self._test = test
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _pa.DataType) and bool(self._test(other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def __repr__(self) -> str:
+        return f"wireload.{self._name}"
+
+
+_t = _pa.types
+#: Text columns.
+STRING = _TypeObject(
+    "STRING", lambda t: _t.is_string(t) or _t.is_large_string(t) or _t.is_string_view(t)
+)
+#: Binary columns.
+BINARY = _TypeObject(
+    "BINARY", lambda t: _t.is_binary(t) or _t.is_large_binary(t) or _t.is_binary_view(t)
+)
+#: Numeric columns (integers, floats, decimals).
+NUMBER = _TypeObject(
+    "NUMBER", lambda t: _t.is_integer(t) or _t.is_floating(t) or _t.is_decimal(t)
+)
+#: Date, time and timestamp columns.
+DATETIME = _TypeObject(
+    "DATETIME", lambda t: _t.is_date(t) or _t.is_timestamp(t) or _t.is_time(t)
+)
+#: Row ids (wireload has none).
+ROWID = _TypeObject("ROWID", lambda t: False)
 
 PathLike = Union[str, "_os.PathLike[str]"]
 Schema = Union[None, str, _pa.Schema, Mapping[str, Union[str, _pa.DataType]]]
@@ -288,7 +362,9 @@ def _tags(parameters: Optional[Sequence[Any]]) -> Optional[list[tuple[str, Any]]
         raise ProgrammingError("paramstyle is qmark: give the parameters as a sequence")
     if isinstance(parameters, (str, bytes)):
         raise ProgrammingError("the parameters are a sequence of values, not one string")
-    return [_tag(v) for v in parameters]
+    tags = [_tag(v) for v in parameters]
+    # no parameters is a statement without placeholders (DDL and COPY cannot be prepared)
+    return tags or None
 
 
 class Cursor:
