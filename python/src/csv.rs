@@ -11,7 +11,7 @@ use wireload_storage::{Partitioning, Table, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::arrow::ArrowResult;
-use crate::errors::{NotSupportedError, ProgrammingError, load_error, sql_error};
+use crate::errors::{InternalError, NotSupportedError, ProgrammingError, load_error, sql_error};
 use crate::run::{Progress, run_cancellable};
 
 /// Inputs of at most this many bytes are memory-mapped by default, larger ones read in
@@ -90,24 +90,18 @@ pub fn load_csv(
     let table = Arc::new(Table::new(def));
     let options = LoadOptions {
         dialect,
-        threads: Some(threads.unwrap_or_else(default_threads)),
+        // None: rayon's global pool, one thread per core
+        threads,
         ..LoadOptions::default()
     };
-    let bar = if progress {
-        let total = paths
-            .iter()
-            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-            .sum();
-        Some(Progress::new(Some(total)))
-    } else {
-        None
-    };
-    // small files are mapped: blocks would serialize reading and parsing for little memory
-    let small = paths
+    // the inputs' size (unknown sizes count as large: the load reports what is wrong)
+    let total = paths
         .iter()
         .map(|p| std::fs::metadata(p).map_or(u64::MAX, |m| m.len()))
-        .fold(0u64, u64::saturating_add)
-        <= MAP_AT_MOST;
+        .fold(0u64, u64::saturating_add);
+    let bar = progress.then(|| Progress::new(Some(total)));
+    // small files are mapped: blocks would serialize reading and parsing for little memory
+    let small = total <= MAP_AT_MOST;
     for path in &paths {
         let ctl = LoadControl::default();
         let (target, source, opts, c) = (
@@ -148,7 +142,7 @@ pub fn load_csv(
     let snapshot = table.snapshot();
     let batches = snapshot
         .live_chunks()
-        .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+        .map_err(|e| InternalError::new_err(e.to_string()))?;
     let schema = snapshot.scan_schema();
     Ok(match keep {
         None => ArrowResult::new(schema, batches),
@@ -156,13 +150,13 @@ pub fn load_csv(
             let schema = Arc::new(
                 schema
                     .project(&indices)
-                    .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?,
+                    .map_err(|e| InternalError::new_err(e.to_string()))?,
             );
             let batches = batches
                 .iter()
                 .map(|b| b.project(&indices))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+                .map_err(|e| InternalError::new_err(e.to_string()))?;
             ArrowResult::new(schema, batches)
         }
     })
@@ -226,11 +220,6 @@ fn has_record(path: &Path) -> bool {
     }
 }
 
-/// The machine's cores (what wireload's loader uses by default).
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// `value` as the single byte of a dialect character.
 fn one_byte(what: &str, value: &str) -> PyResult<u8> {
     match value.as_bytes() {
@@ -246,27 +235,16 @@ fn one_byte(what: &str, value: &str) -> PyResult<u8> {
 fn text_columns(py: Python<'_>, path: &std::path::Path, dialect: &Dialect) -> PyResult<TableDef> {
     let names = wireload_load::header_names(&Source::File(path.to_path_buf()), dialect)
         .map_err(|e| load_error(py, e, TABLE))?;
-    let mut columns: Vec<ColumnDef> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        // an empty name (R's row-name column) is named after its position, a repeated one
-        // gets a suffix
-        let base = if name.trim().is_empty() {
-            format!("column{}", i + 1)
-        } else {
-            name.clone()
-        };
-        let mut candidate = base.clone();
-        let mut n = 2;
-        while columns.iter().any(|c| c.name == candidate) {
-            candidate = format!("{base}_{n}");
-            n += 1;
-        }
-        columns.push(ColumnDef {
-            name: candidate,
+    // an empty name (R's row-name column) is named after its position, a repeated one
+    // gets a suffix
+    let columns = wireload_load::unique_column_names(&names)
+        .into_iter()
+        .map(|name| ColumnDef {
+            name,
             ty: SqlType::Text,
             nullable: true,
-        });
-    }
+        })
+        .collect();
     TableDef::new(TABLE, TableSchema { columns }, Partitioning::Single)
         .map_err(|e| ProgrammingError::new_err(e.to_string()))
 }

@@ -59,11 +59,7 @@ pyo3::create_exception!(
 
 /// The exception for `error`, with `sqlstate` and, for bad input, its position as attributes.
 pub fn sql_error(py: Python<'_>, error: &SqlError) -> PyErr {
-    let load = match error {
-        SqlError::Load { error, .. } => Some(error),
-        _ => None,
-    };
-    raise(py, error, error.to_string(), load)
+    raise(py, error, error.to_string())
 }
 
 /// The exception for a failed load outside SQL (`read_csv`): the load's own message, without
@@ -74,15 +70,11 @@ pub fn load_error(py: Python<'_>, error: LoadError, table: &str) -> PyErr {
         table: table.to_string(),
         error,
     };
-    let load = match &error {
-        SqlError::Load { error, .. } => Some(error),
-        _ => None,
-    };
-    raise(py, &error, message, load)
+    raise(py, &error, message)
 }
 
 /// The DB-API class of `error` (by its SQLSTATE), carrying `message`.
-fn raise(py: Python<'_>, error: &SqlError, message: String, load: Option<&LoadError>) -> PyErr {
+fn raise(py: Python<'_>, error: &SqlError, message: String) -> PyErr {
     let state = error.sqlstate().0;
     let err = match state {
         _ if error.is_internal() => InternalError::new_err(message),
@@ -93,6 +85,10 @@ fn raise(py: Python<'_>, error: &SqlError, message: String, load: Option<&LoadEr
         s if s.starts_with("0A") => NotSupportedError::new_err(message),
         s if s.starts_with("42") => ProgrammingError::new_err(message),
         _ => OperationalError::new_err(message),
+    };
+    let load = match error {
+        SqlError::Load { error, .. } => Some(error),
+        _ => None,
     };
     annotate(py, &err, state, load);
     err

@@ -167,6 +167,27 @@ pub fn rebuild_indexes(
     indexing::rebuild_indexes(def, version)
 }
 
+/// Column names usable in a table: an empty name becomes `columnN` (1-based position), and a
+/// repeated name gets a `_2`, `_3`... suffix.
+pub fn unique_column_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let base = if name.trim().is_empty() {
+            format!("column{}", i + 1)
+        } else {
+            name.clone()
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while out.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
+
 /// The column names in the header record of `source` (the first record, parsed with `dialect`).
 /// Without a header, `column1..columnN` after the first record's field count.
 pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, LoadError> {
@@ -224,5 +245,22 @@ pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, L
             .collect()
     } else {
         Ok((1..=fields.len()).map(|i| format!("column{i}")).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_names_are_made_unique() {
+        let names: Vec<String> = ["a", "", "a", "a", "b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            unique_column_names(&names),
+            ["a", "column2", "a_2", "a_3", "b"]
+        );
     }
 }

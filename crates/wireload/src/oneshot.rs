@@ -67,27 +67,6 @@ pub fn table_name(name: &str) -> String {
     }
 }
 
-/// Column names usable in a table: an empty name becomes `columnN` (1-based position), and a
-/// repeated name gets a `_2`, `_3`... suffix.
-pub fn unique_column_names(names: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        let base = if name.trim().is_empty() {
-            format!("column{}", i + 1)
-        } else {
-            name.clone()
-        };
-        let mut candidate = base.clone();
-        let mut n = 2;
-        while out.contains(&candidate) {
-            candidate = format!("{base}_{n}");
-            n += 1;
-        }
-        out.push(candidate);
-    }
-    out
-}
-
 /// The definition of each table: the --schema lists (columns and constraints, as inside a
 /// CREATE TABLE's parentheses; one for all tables, or one per table), or VARCHAR columns
 /// named after each file's header.
@@ -101,7 +80,7 @@ fn definitions(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableDef>> {
                     bail!("--all-varchar needs a file to read the header from, not standard input");
                 }
                 let names = wireload_load::header_names(&Source::File(t.path.clone()), dialect)?;
-                let columns = unique_column_names(&names)
+                let columns = wireload_load::unique_column_names(&names)
                     .into_iter()
                     .map(|name| ColumnDef {
                         name,
@@ -237,17 +216,5 @@ mod tests {
         assert_eq!(table_name("my-data"), "my-data");
         assert_eq!(table_name("Sales 2024"), "Sales 2024");
         assert_eq!(table_name("select"), "select");
-    }
-
-    #[test]
-    fn column_names_are_made_unique() {
-        let names: Vec<String> = ["a", "", "a", "a", "b"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(
-            unique_column_names(&names),
-            ["a", "column2", "a_2", "a_3", "b"]
-        );
     }
 }
