@@ -1,0 +1,179 @@
+//! Whether the first record is a header, and the column names.
+//!
+//! The rule, after the types of the other sampled records are known:
+//! - When some column of the other records is not TEXT (DuckDB's rule): the first record
+//!   is a header when all its fields are named (not NULL, not blank; the first may be
+//!   blank, as in files written by R with row names) and at least one of them does not
+//!   fit its column's type. `id,name` over `1,bob` is a header; `1,2,3` over `4,5,6` is
+//!   not; `name,2023` over `bob,5` is not either (`2023` fits BIGINT), as in DuckDB.
+//! - When every column is TEXT, or there is no other record: a header when all its fields
+//!   are named, no two alike, and none of them has the shape of a BOOLEAN, number, DATE
+//!   or TIMESTAMP. `name,city` over `bob,paris` is a header (text over text cannot be
+//!   told apart, and files with a header are the more common; DuckDB decides the same).
+
+use wireload_types::{Field, SqlType};
+
+use crate::types::{Candidates, LADDER};
+
+/// One field of the first record: its bytes and whether it was quoted.
+pub(crate) type FirstField = (Vec<u8>, bool);
+
+/// Whether field `i` names a column: not NULL, not blank; the first field of an R-style
+/// header may be blank.
+fn named(i: usize, field: &FirstField, null: &[u8]) -> bool {
+    let is_null = !field.1 && field.0 == null;
+    (!is_null && !field.0.trim_ascii().is_empty()) || i == 0
+}
+
+/// Whether the text has the shape and value of a type narrower than TEXT. A single
+/// letter (`x`, `y`, `t`) is a name, though it spells a BOOLEAN.
+fn typed(field: &FirstField, null: &[u8]) -> bool {
+    let f = Field {
+        bytes: &field.0,
+        quoted: field.1,
+    };
+    let text = field.0.trim_ascii();
+    let letter = text.len() == 1 && text[0].is_ascii_alphabetic();
+    !text.is_empty()
+        && !letter
+        && LADDER[..LADDER.len() - 1]
+            .iter()
+            .any(|ty| Candidates::fits(ty, f, null))
+}
+
+/// Whether `first` is a header over the other records, whose per-column candidates are
+/// `rest` (empty when there are no other records); see the module doc.
+pub(crate) fn is_header(first: &[FirstField], rest: &[Candidates], null: &[u8]) -> bool {
+    let all_named = first.iter().enumerate().all(|(i, f)| named(i, f, null))
+        && first.iter().any(|f| !f.0.trim_ascii().is_empty());
+    if !all_named {
+        return false;
+    }
+    let types: Vec<SqlType> = rest.iter().map(Candidates::sql_type).collect();
+    if types.iter().any(|t| !t.is_string()) {
+        return first.iter().zip(&types).any(|(f, ty)| {
+            let field = Field {
+                bytes: &f.0,
+                quoted: f.1,
+            };
+            !ty.is_string() && !Candidates::fits(ty, field, null)
+        });
+    }
+    let unique = first.iter().enumerate().all(|(i, f)| {
+        first[..i]
+            .iter()
+            .all(|g| g.0.trim_ascii() != f.0.trim_ascii())
+    });
+    unique && !first.iter().any(|f| typed(f, null))
+}
+
+/// The column names: the header's fields trimmed of surrounding whitespace (or none
+/// without a header), padded or cut to `ncols`, made unique as the loader's
+/// `unique_column_names` does: a blank name becomes `columnN` (1-based), a repeated one
+/// gets `_2`, `_3`...
+pub(crate) fn column_names(header: Option<&[FirstField]>, ncols: usize) -> Vec<String> {
+    let given: Vec<String> = (0..ncols)
+        .map(|i| {
+            header
+                .and_then(|h| h.get(i))
+                .map(|f| String::from_utf8_lossy(&f.0).trim().to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    unique_column_names(&given)
+}
+
+/// The rule of `wireload_load::unique_column_names`: a blank name becomes `columnN`
+/// (1-based), a repeated one gets `_2`, `_3`, ... until unique.
+fn unique_column_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let base = if name.trim().is_empty() {
+            format!("column{}", i + 1)
+        } else {
+            name.clone()
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while out.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(fields: &[&str]) -> Vec<FirstField> {
+        fields
+            .iter()
+            .map(|f| (f.as_bytes().to_vec(), false))
+            .collect()
+    }
+
+    fn rest(columns: &[&[&[u8]]]) -> Vec<Candidates> {
+        columns
+            .iter()
+            .map(|values| {
+                let fields: Vec<Field<'_>> = values.iter().map(|v| Field::unquoted(v)).collect();
+                let mut c = Candidates::default();
+                c.observe(&fields, b"");
+                c
+            })
+            .collect()
+    }
+
+    #[test]
+    fn header_rule() {
+        let ints: &[&[u8]] = &[b"1", b"2"];
+        let text: &[&[u8]] = &[b"bob", b"alice"];
+        assert!(is_header(
+            &first(&["id", "name"]),
+            &rest(&[ints, text]),
+            b""
+        ));
+        assert!(!is_header(
+            &first(&["1", "carl"]),
+            &rest(&[ints, text]),
+            b""
+        ));
+        assert!(!is_header(
+            &first(&["name", "2023"]),
+            &rest(&[text, ints]),
+            b""
+        ));
+        // a blank field is no name, except the first (R's row names)
+        assert!(!is_header(&first(&["id", ""]), &rest(&[ints, text]), b""));
+        assert!(is_header(&first(&["", "x"]), &rest(&[ints, ints]), b""));
+        // all text: unique names that look like no value
+        assert!(is_header(
+            &first(&["name", "city"]),
+            &rest(&[text, text]),
+            b""
+        ));
+        assert!(!is_header(&first(&["x", "x"]), &rest(&[text, text]), b""));
+        assert!(!is_header(
+            &first(&["name", "2024-01-01"]),
+            &rest(&[text, text]),
+            b""
+        ));
+        assert!(is_header(&first(&["x", "y"]), &rest(&[text, text]), b""));
+        assert!(!is_header(&first(&["true", "city"]), &[], b""));
+        assert!(is_header(&first(&["a", "b", "c"]), &[], b""));
+    }
+
+    #[test]
+    fn names_are_trimmed_padded_and_unique() {
+        let h = first(&[" a ", "a", "", "a_2", "b"]);
+        assert_eq!(
+            column_names(Some(&h), 6),
+            ["a", "a_2", "column3", "a_2_2", "b", "column6"]
+        );
+        assert_eq!(column_names(None, 2), ["column1", "column2"]);
+        assert_eq!(column_names(Some(&h[..2]), 1), ["a"]);
+    }
+}

@@ -1,0 +1,288 @@
+//! Column types from sampled fields: a ladder of candidate types, narrowest first, each
+//! checked with the loader's own deserializers (`ColumnBuilder::append_fields`), so that
+//! every sampled value loads into the inferred type.
+//!
+//! The ladder is BOOLEAN, BIGINT, DOUBLE, DATE, TIMESTAMP, TEXT. A column gets the first
+//! type that every non-NULL sampled value fits: BIGINT and DOUBLE values give DOUBLE,
+//! DATE and TIMESTAMP values give TIMESTAMP, anything with text gives TEXT. Besides the
+//! deserializer's verdict, a value must have the type's *shape*, which keeps inference
+//! from picking a type the text does not look like even where the deserializer would take
+//! it:
+//! - BOOLEAN: `true`/`false`, `t`/`f`, `yes`/`no`, `y`/`n`, `on`/`off` in any case; not
+//!   `1`/`0` (those are integers, as DuckDB infers) nor prefixes such as `tr`.
+//! - BIGINT and DOUBLE: no leading zero before another digit. `007` and `00123` are codes
+//!   (zip codes, account numbers), not numbers: as numbers they would lose their zeros, so
+//!   they stay TEXT (DuckDB 1.x and 2.0 infer VARCHAR for them too). A DOUBLE column needs
+//!   at least one value with a digit: a column of only `NaN` or `inf` is TEXT.
+//! - DATE: `YYYY-MM-DD` without a time (the DATE deserializer would take a time and drop
+//!   it).
+//! - TIMESTAMP: a date, then a time of digits, `:` and `.`; a value with a time zone
+//!   (`Z`, `+02`) is TEXT, since TIMESTAMP (without time zone) would drop the offset.
+//!
+//! Quoted fields are typed like unquoted ones (the loader parses a quoted `"42"` as 42,
+//! as DuckDB infers too), except that a quoted empty string is a value, not NULL, and fits
+//! only TEXT. NULL fields (unquoted and equal to the NULL string) fit every type; a column
+//! with no other values is TEXT.
+
+use wireload_types::{ColumnBuilder, Field, SqlType};
+
+/// The candidate types, narrowest first; TEXT, the last, takes everything.
+pub(crate) const LADDER: [SqlType; 6] = [
+    SqlType::Boolean,
+    SqlType::BigInt,
+    SqlType::Double,
+    SqlType::Date,
+    SqlType::Timestamp,
+    SqlType::Text,
+];
+
+/// Bits of the candidates before TEXT.
+const ALL: u8 = (1 << (LADDER.len() - 1)) - 1;
+
+/// Whether `bytes` has the shape inference wants of a value of `ty` (see the module doc).
+fn has_shape(ty: &SqlType, bytes: &[u8]) -> bool {
+    let text = bytes.trim_ascii();
+    match ty {
+        SqlType::Boolean => {
+            const WORDS: [&[u8]; 10] = [
+                b"true", b"false", b"t", b"f", b"yes", b"no", b"y", b"n", b"on", b"off",
+            ];
+            WORDS.iter().any(|w| text.eq_ignore_ascii_case(w))
+        }
+        SqlType::BigInt | SqlType::Double => {
+            let unsigned = text.strip_prefix(b"-").or(text.strip_prefix(b"+"));
+            let digits = unsigned.unwrap_or(text);
+            !(digits.len() > 1 && digits[0] == b'0' && digits[1].is_ascii_digit())
+        }
+        SqlType::Date => {
+            text.first().is_some_and(u8::is_ascii_digit)
+                && text.iter().all(|&b| b.is_ascii_digit() || b == b'-')
+        }
+        SqlType::Timestamp => {
+            let split = text
+                .iter()
+                .position(|&b| b == b' ' || b == b'T' || b == b't')
+                .unwrap_or(text.len());
+            let (date, time) = text.split_at(split);
+            has_shape(&SqlType::Date, date)
+                && time
+                    .iter()
+                    .skip(1)
+                    .all(|&b| b.is_ascii_digit() || b == b':' || b == b'.' || b == b' ')
+        }
+        _ => true,
+    }
+}
+
+/// Whether the loader accepts every field for `ty` (a one-off builder; NULL is `null`).
+fn loads(ty: &SqlType, fields: &[Field<'_>], null: &[u8]) -> bool {
+    let mut builder = ColumnBuilder::new(ty, true, fields.len(), 0);
+    builder.append_fields(fields.iter().copied(), null).is_ok()
+}
+
+/// What one column's sampled values allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Candidates {
+    /// bit `i` set: every value so far fits `LADDER[i]`
+    mask: u8,
+    /// a value that is not NULL was seen
+    any_value: bool,
+    /// a value with a digit was seen
+    any_digit: bool,
+}
+
+impl Default for Candidates {
+    fn default() -> Self {
+        Candidates {
+            mask: ALL,
+            any_value: false,
+            any_digit: false,
+        }
+    }
+}
+
+impl Candidates {
+    /// Narrows the candidates by a batch of one column's fields.
+    pub fn observe(&mut self, fields: &[Field<'_>], null: &[u8]) {
+        let values = fields.iter().filter(|f| f.quoted || f.bytes != null);
+        for f in values {
+            self.any_value = true;
+            if !self.any_digit && f.bytes.iter().any(u8::is_ascii_digit) {
+                self.any_digit = true;
+            }
+        }
+        for (i, ty) in LADDER[..LADDER.len() - 1].iter().enumerate() {
+            let bit = 1 << i;
+            if self.mask & bit == 0 {
+                continue;
+            }
+            let shaped = fields
+                .iter()
+                .all(|f| (!f.quoted && f.bytes == null) || has_shape(ty, f.bytes));
+            if !shaped || !loads(ty, fields, null) {
+                self.mask &= !bit;
+            }
+        }
+    }
+
+    /// Combines the candidates of two parts of one column.
+    pub fn merge(self, other: Candidates) -> Candidates {
+        Candidates {
+            mask: self.mask & other.mask,
+            any_value: self.any_value | other.any_value,
+            any_digit: self.any_digit | other.any_digit,
+        }
+    }
+
+    /// The narrowest type every value fits (TEXT without values).
+    pub fn sql_type(&self) -> SqlType {
+        if !self.any_value {
+            return SqlType::Text;
+        }
+        let i = self.mask.trailing_zeros() as usize;
+        match LADDER.get(i) {
+            Some(SqlType::Double) if !self.any_digit => SqlType::Text,
+            Some(ty) => *ty,
+            None => SqlType::Text,
+        }
+    }
+
+    /// Whether one field fits `ty` as inference sees it (shape and deserializer).
+    pub fn fits(ty: &SqlType, field: Field<'_>, null: &[u8]) -> bool {
+        if ty.is_string() {
+            return true;
+        }
+        ((!field.quoted && field.bytes == null) || has_shape(ty, field.bytes))
+            && loads(ty, &[field], null)
+    }
+}
+
+/// The types a column of type `ty` can be re-planned with, narrowest first: each holds
+/// every value of `ty` and of the types before it.
+fn wider(ty: &SqlType) -> &'static [SqlType] {
+    use SqlType::*;
+    match ty {
+        SmallInt | Integer => &[BigInt, Double, Text],
+        BigInt | Real | Decimal { .. } => &[Double, Text],
+        Date => &[Timestamp, Text],
+        Boolean | Double | Timestamp | Char(_) | Varchar(Some(_)) => &[Text],
+        Varchar(None) | Text => &[],
+    }
+}
+
+/// The narrowest type wider than `ty` (one that holds all of `ty`'s values) that the
+/// loader accepts `value` for: BIGINT and `1.5` give DOUBLE, BIGINT and `abc` give TEXT,
+/// DATE and `2024-01-01 10:00:00` give TIMESTAMP. None when `ty` is already unbounded
+/// text. `value` is taken as an unquoted, non-NULL field, and only the deserializer
+/// decides (no shape rules: the value did not fit `ty`, so the load needs a type that
+/// takes it).
+pub fn widen(ty: &SqlType, value: &[u8]) -> Option<SqlType> {
+    let field = Field::unquoted(value);
+    // a NULL string that never equals the value: every value is parsed
+    let never_null: &[u8] = if value.is_empty() { b"\0" } else { b"" };
+    wider(ty)
+        .iter()
+        .find(|t| loads(t, &[field], never_null))
+        .copied()
+        .or(Some(SqlType::Text))
+        .filter(|_| !wider(ty).is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn infer(values: &[&[u8]]) -> SqlType {
+        let fields: Vec<Field<'_>> = values.iter().map(|v| Field::unquoted(v)).collect();
+        let mut c = Candidates::default();
+        c.observe(&fields, b"");
+        c.sql_type()
+    }
+
+    #[test]
+    fn the_ladder_picks_the_narrowest_type_of_all_values() {
+        use SqlType::*;
+        let cases: &[(&[&[u8]], SqlType)] = &[
+            (&[b"true", b"F", b"", b"yes", b"Off"], Boolean),
+            (&[b"1", b"0", b"1"], BigInt),
+            (&[b"tr", b"fals"], Text),
+            (&[b"1", b"-42", b"+7", b" 9 "], BigInt),
+            (&[b"9223372036854775807", b"-9223372036854775808"], BigInt),
+            (&[b"9223372036854775808"], Double),
+            (&[b"1", b"1.5", b"-2.5e3", b"NaN"], Double),
+            (&[b"NaN", b"inf"], Text),
+            (&[b"007", b"12"], Text),
+            (&[b"0", b"0.5", b"-0"], Double),
+            (&[b"2024-01-05", b"1999-1-2"], Date),
+            (&[b"2024-02-30"], Text),
+            (&[b"2024-01-05", b"2024-01-05 10:00:00"], Timestamp),
+            (
+                &[b"2024-01-05T10:00:00.123456", b"2024-01-05 10:00"],
+                Timestamp,
+            ),
+            (&[b"2024-01-05 10:00:00+02"], Text),
+            (&[b"2024-01-05 10:00:00Z"], Text),
+            (&[b"05/01/2024"], Text),
+            (&[b"1", b"abc"], Text),
+            (&[b"", b""], Text),
+            (&[], Text),
+        ];
+        for (values, ty) in cases {
+            assert_eq!(infer(values), *ty, "{values:?}");
+        }
+    }
+
+    #[test]
+    fn quoted_values_are_typed_and_a_quoted_empty_string_is_text() {
+        let mut c = Candidates::default();
+        c.observe(&[Field::quoted(b"42"), Field::unquoted(b"")], b"");
+        assert_eq!(c.sql_type(), SqlType::BigInt);
+        c.observe(&[Field::quoted(b"")], b"");
+        assert_eq!(c.sql_type(), SqlType::Text);
+    }
+
+    #[test]
+    fn the_null_string_is_skipped_but_a_quoted_one_is_a_value() {
+        let mut c = Candidates::default();
+        c.observe(&[Field::unquoted(b"NA"), Field::unquoted(b"3")], b"NA");
+        assert_eq!(c.sql_type(), SqlType::BigInt);
+        c.observe(&[Field::quoted(b"NA")], b"NA");
+        assert_eq!(c.sql_type(), SqlType::Text);
+    }
+
+    #[test]
+    fn widen_goes_to_the_narrowest_type_holding_old_and_new_values() {
+        use SqlType::*;
+        let cases: &[(SqlType, &[u8], Option<SqlType>)] = &[
+            (BigInt, b"1.5", Some(Double)),
+            (BigInt, b"abc", Some(Text)),
+            (BigInt, b"", Some(Text)),
+            (Integer, b"99999999999", Some(BigInt)),
+            (SmallInt, b"1e3", Some(Double)),
+            (Date, b"2024-01-01 10:00:00", Some(Timestamp)),
+            (Date, b"yesterday", Some(Text)),
+            (Timestamp, b"2024-01-01", Some(Text)),
+            (Boolean, b"2", Some(Text)),
+            (Double, b"n/a", Some(Text)),
+            (
+                Decimal {
+                    precision: 5,
+                    scale: 2,
+                },
+                b"123456.5",
+                Some(Double),
+            ),
+            (Varchar(Some(3)), b"abcd", Some(Text)),
+            (Text, b"x", None),
+            (Varchar(None), b"x", None),
+        ];
+        for (ty, value, wide) in cases {
+            assert_eq!(
+                widen(ty, value),
+                *wide,
+                "{ty} {}",
+                String::from_utf8_lossy(value)
+            );
+        }
+    }
+}
