@@ -11,8 +11,10 @@
 
 mod append;
 mod compact;
+mod compressed;
 mod dictionaries;
 mod error;
+mod files;
 mod hints;
 mod indexing;
 mod merge;
@@ -54,6 +56,28 @@ pub fn load_into(
     pipeline::load(table, source, opts, ctl)
 }
 
+/// Loads every source of `sources` into `table` as one load: each source with its own BOM
+/// and header (skipped when `opts.dialect.header`), named by its own name and lines in
+/// errors; the rows of all of them, in source order then input order, published in one step
+/// at the end (a failure in any source publishes nothing). Sources parse concurrently on
+/// the load's threads. Progress: `ctl.bytes_total` is the sum of the sources' sizes (a
+/// compressed file's compressed size).
+pub fn load_files(
+    table: &Table,
+    sources: &[Source],
+    opts: &LoadOptions,
+    ctl: &LoadControl,
+) -> Result<LoadReport, LoadError> {
+    files::load_files(table, sources, opts, ctl)
+}
+
+/// The files a path names: a path with glob characters (`*`, `?`, `[`) names the regular
+/// files it matches, sorted by path (an error when none does); any other path names itself,
+/// whether or not it exists (opening it reports a missing file).
+pub fn expand_paths(pattern: &str) -> Result<Vec<std::path::PathBuf>, LoadError> {
+    files::expand_paths(pattern)
+}
+
 /// Parses the CSV records of `source` as rows of `def` (BOM and header skipped as a load
 /// skips them) without loading them: the buffers of each chunk go to `sink`, numbered in
 /// input order, window after window (`sink.ready()` is asked before each), on
@@ -68,15 +92,19 @@ pub fn parse_source(
 ) -> Result<(u64, usize), LoadError> {
     let scan = ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
     let file = source.name();
-    match source.open()? {
+    let (input, parse_ctl) = pipeline::open(source, ctl)?;
+    match input {
         Input::Stream(blocks) => {
-            pipeline::stream_windows(def, blocks, &scan, opts, ctl, &file, sink)
+            pipeline::store_stream_total(&blocks, ctl);
+            pipeline::stream_windows(def, blocks, &scan, opts, &parse_ctl, &file, sink)
         }
         Input::Whole(whole) => {
             let data = whole.bytes();
             ctl.bytes_total
                 .store(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let start = data_start(data, &scan, opts.dialect.header, &file)?;
+            ctl.bytes_done
+                .fetch_add(start as u64, std::sync::atomic::Ordering::Relaxed);
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
             let parse = parse::CsvParse::new(def, opts, file.clone(), sample)?;
             let records = parse::Records {
@@ -188,12 +216,42 @@ pub fn unique_column_names(names: &[String]) -> Vec<String> {
     out
 }
 
+/// The start of a stream up to the end of its first record: a stream (a compressed file)
+/// is read no further than needed.
+fn first_record_bytes(mut blocks: Blocks, scan: &ScanConfig) -> Result<Vec<u8>, LoadError> {
+    let mut data = Vec::new();
+    while let Some(block) = blocks.next_block()? {
+        data.extend_from_slice(block.bytes());
+        blocks.recycle(block);
+        // a record read whole: it ends with its delimiter (a `\r` not last: `\r\n` whole)
+        let start = wireload_csv::skip_bom(&data);
+        let whole = |next: usize| {
+            next > start
+                && matches!(data[next - 1], b'\n' | b'\r')
+                && (data[next - 1] != b'\r' || next < data.len())
+        };
+        if let Ok(Some((_, next))) = wireload_csv::reference::first_record(scan, &data, start)
+            && whole(next)
+        {
+            break;
+        }
+    }
+    Ok(data)
+}
+
 /// The column names in the header record of `source` (the first record, parsed with `dialect`).
 /// Without a header, `column1..columnN` after the first record's field count.
 pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, LoadError> {
     let scan = ScanConfig::new(dialect, ScanMode::Safe).map_err(|e| LoadError::Options(e.0))?;
-    let input = source.open()?.into_bytes()?;
-    let data: &[u8] = &input;
+    let input = source.open()?;
+    let read;
+    let data: &[u8] = match input {
+        Input::Whole(ref whole) => whole.bytes(),
+        Input::Stream(blocks) => {
+            read = first_record_bytes(blocks, &scan)?;
+            &read
+        }
+    };
     let file = source.name();
     let start = wireload_csv::skip_bom(data);
     let first = wireload_csv::reference::first_record(&scan, data, start).map_err(|e| {

@@ -38,13 +38,15 @@ pub(crate) fn load(
     let t0 = Instant::now();
     let scan = ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
     let file = source.name();
-    let input = source.open()?;
+    let (input, parse_ctl) = open(source, ctl)?;
     let def = table.def();
     let (bytes, units, published) = match &input {
         Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             ctl.bytes_total.store(data.len() as u64, Relaxed);
             let start = data_start(data, &scan, opts.dialect.header, &file)?;
+            // the chunk tasks count the records' bytes
+            ctl.bytes_done.fetch_add(start as u64, Relaxed);
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
             let parse = CsvParse::new(def, opts, file.clone(), sample)?;
             // readers and other writers go on until the merge publishes
@@ -72,7 +74,7 @@ pub(crate) fn load(
             let Input::Stream(blocks) = input else {
                 unreachable!("matched above")
             };
-            stream(table, blocks, &scan, opts, ctl, &file)?
+            stream(table, blocks, &scan, opts, ctl, &parse_ctl, &file)?
         }
     };
     Ok(LoadReport {
@@ -86,25 +88,53 @@ pub(crate) fn load(
     })
 }
 
+/// Opens `source` for a load watched by `ctl`: the input, and the control its parse
+/// reports progress to. A compressed file's progress is the compressed bytes its decoder
+/// consumed, added to `ctl.bytes_done` as it reads; its parse then counts into a control
+/// of its own (sharing `ctl`'s cancel flag), so decoded bytes are not added to it.
+pub(crate) fn open(source: &Source, ctl: &LoadControl) -> Result<(Input, LoadControl), LoadError> {
+    let input = source.open_counting(&ctl.bytes_done)?;
+    let parse_ctl = match &input {
+        Input::Stream(blocks) if blocks.compressed_size().is_some() => LoadControl {
+            cancel: ctl.cancel.clone(),
+            ..LoadControl::default()
+        },
+        _ => ctl.clone(),
+    };
+    Ok((input, parse_ctl))
+}
+
+/// Stores the total bytes of a streamed input in `ctl`, when known: a compressed file's
+/// size, else the stream's length.
+pub(crate) fn store_stream_total(blocks: &Blocks, ctl: &LoadControl) {
+    if let Some(size) = blocks.compressed_size().or(blocks.size()) {
+        ctl.bytes_total.store(size, Relaxed);
+    }
+}
+
 /// Loads a stream window by window; returns (bytes read, units, what was published).
+/// `parse_ctl` is what the parse reports progress to (see [`open`]).
 fn stream(
     table: &Table,
     blocks: Blocks,
     scan: &ScanConfig,
     opts: &LoadOptions,
     ctl: &LoadControl,
+    parse_ctl: &LoadControl,
     file: &str,
 ) -> Result<(u64, usize, Published), LoadError> {
+    store_stream_total(&blocks, ctl);
     let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
     let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
-        stream_windows(table.def(), blocks, scan, opts, ctl, file, appender)
+        stream_windows(table.def(), blocks, scan, opts, parse_ctl, file, appender)
     })?;
     Ok((byte, units, published))
 }
 
 /// Parses a stream window by window, handing each chunk's buffers to `sink`; returns
-/// (bytes read, units).
+/// (bytes read, units). Adds the bytes it parses to `ctl.bytes_done` (the total is the
+/// caller's to store).
 pub(crate) fn stream_windows(
     def: &TableDef,
     mut blocks: Blocks,
@@ -114,9 +144,6 @@ pub(crate) fn stream_windows(
     file: &str,
     sink: &dyn Sink,
 ) -> Result<(u64, usize), LoadError> {
-    if let Some(size) = blocks.size() {
-        ctl.bytes_total.store(size, Relaxed);
-    }
     let mut window = Block::default();
     let mut eof = false;
     // the first window: a block (or 1 MiB) for a sample, the whole BOM, and the whole
@@ -142,6 +169,8 @@ pub(crate) fn stream_windows(
         }
     }
     let start = data_start(window.bytes(), scan, opts.dialect.header, file)?;
+    // the chunk tasks count the records' bytes
+    ctl.bytes_done.fetch_add(start as u64, Relaxed);
     let sample_end = (start + (1 << 20)).min(window.bytes().len());
     let parse = CsvParse::new(
         def,

@@ -1,16 +1,16 @@
 //! Where a load reads from: a file (memory-mapped, the fast path), bytes already in memory,
 //! or any reader (standard input, a socket, a decompressor), read as a stream of blocks so
-//! the input is never held whole.
+//! the input is never held whole. A gzip or zstd file (known by its first bytes) is
+//! decoded as it is read and streamed.
 
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
+use crate::compressed::{BoxedReader, Codec, Counting, Sniffing, read_head};
 use crate::error::LoadError;
-
-/// A reader a [`Source`] streams from.
-type BoxedReader = Box<dyn Read + Send>;
 
 /// The input of a load.
 #[derive(Clone)]
@@ -99,6 +99,23 @@ impl Source {
         }
     }
 
+    /// A source that streams `reader`, decoded when its first bytes are a gzip or zstd
+    /// magic (standard input given `gzip -c f.csv`), else read as it is; named `name` in
+    /// errors. Progress counts the decoded CSV bytes (the compressed size of a stream is
+    /// unknown).
+    pub fn decompressing(name: impl Into<String>, reader: impl Read + Send + 'static) -> Self {
+        Self::decompressing_in_blocks(name, reader, BLOCK_BYTES)
+    }
+
+    /// [`Source::decompressing`] in blocks of `block` decoded bytes (at least one).
+    pub fn decompressing_in_blocks(
+        name: impl Into<String>,
+        reader: impl Read + Send + 'static,
+        block: usize,
+    ) -> Self {
+        Self::reader_in_blocks(name, Sniffing::new(Box::new(reader)), block)
+    }
+
     /// A source of the blocks `feed` hands over, named `name` in errors; used blocks go
     /// back through `recycler` (from [`Filler::new`]).
     pub fn fed(name: impl Into<String>, feed: impl Feed + 'static, recycler: Recycler) -> Self {
@@ -119,8 +136,29 @@ impl Source {
         }
     }
 
-    /// Opens the source: a file is memory-mapped, bytes are shared, a reader is streamed.
+    /// The bytes the source holds, when known without reading it: a file's size on disk
+    /// (compressed or not), the length of bytes, a reader's given size.
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Source::File(p) => std::fs::metadata(p)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len()),
+            Source::Bytes { data, .. } => Some(data.len() as u64),
+            Source::Reader { size, .. } => *size,
+            Source::Fed { .. } => None,
+        }
+    }
+
+    /// Opens the source: a file is memory-mapped (a gzip or zstd file is decoded as it is
+    /// streamed), bytes are shared, a reader is streamed.
     pub fn open(&self) -> Result<Input, LoadError> {
+        self.open_counting(&Arc::new(AtomicU64::new(0)))
+    }
+
+    /// [`Source::open`], a compressed file adding the compressed bytes its decoder consumes
+    /// to `consumed` as it reads them (a load's progress).
+    pub fn open_counting(&self, consumed: &Arc<AtomicU64>) -> Result<Input, LoadError> {
         match self {
             Source::Bytes { data, .. } => Ok(Input::Whole(Whole::Shared(Arc::clone(data)))),
             Source::File(path) => {
@@ -134,16 +172,28 @@ impl Source {
                     return Err(io(std::io::Error::other("is a directory")));
                 }
                 if !meta.is_file() {
-                    // a pipe or a device: stream it
+                    // a pipe or a device: stream it (decoded when compressed)
                     return Ok(Input::Stream(Blocks::new(
                         self.name(),
-                        Box::new(file),
+                        Box::new(Sniffing::new(Box::new(file))),
                         None,
                         BLOCK_BYTES,
                     )));
                 }
                 if meta.len() == 0 {
                     return Ok(Input::Whole(Whole::Shared(Arc::from(Vec::new()))));
+                }
+                let mut file = file;
+                if let Some(codec) = Codec::sniff(&read_head(&mut file).map_err(io)?) {
+                    file.rewind().map_err(io)?;
+                    let decoder = codec
+                        .decoder(Counting::new(file, Arc::clone(consumed)))
+                        .map_err(io)?;
+                    let blocks = Blocks::new(self.name(), decoder, None, BLOCK_BYTES);
+                    return Ok(Input::Stream(Blocks {
+                        compressed: Some(meta.len()),
+                        ..blocks
+                    }));
                 }
                 // SAFETY: the map is read-only and private to this load; wireload never writes
                 // the file. Another process truncating it while we read is outside what a
@@ -184,6 +234,7 @@ impl Source {
                     feed,
                     recycle: recycler.clone(),
                     done: false,
+                    compressed: None,
                 }))
             }
         }
@@ -374,6 +425,8 @@ pub struct Blocks {
     feed: Box<dyn Feed>,
     recycle: Recycler,
     done: bool,
+    /// the size of the compressed file this stream decodes
+    compressed: Option<u64>,
 }
 
 /// The blocks a reader thread sends.
@@ -440,6 +493,7 @@ impl Blocks {
             feed: Box::new(ReadAhead(blocks)),
             recycle: Recycler(recycle),
             done: false,
+            compressed: None,
         }
     }
 
@@ -456,6 +510,12 @@ impl Blocks {
     /// The stream's length, when known.
     pub fn size(&self) -> Option<u64> {
         self.size
+    }
+
+    /// The size of the compressed file the stream decodes, when it decodes one (its
+    /// progress is the compressed bytes consumed, counted by [`Source::open_counting`]).
+    pub fn compressed_size(&self) -> Option<u64> {
+        self.compressed
     }
 
     /// Bytes per block.
