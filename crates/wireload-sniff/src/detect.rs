@@ -107,6 +107,8 @@ pub(crate) fn candidates(
     for &d in &delimiters {
         for &q in &quotes {
             let escapes = match (escape, q) {
+                // an escape needs quoting (COPY refuses ESCAPE with QUOTE '')
+                (Some(Some(_)), None) => vec![],
                 (Some(e), _) => vec![e],
                 (None, Some(q)) if present[b'\\' as usize] => vec![Some(q), Some(b'\\')],
                 (None, Some(q)) => vec![Some(q)],
@@ -266,6 +268,13 @@ mod tests {
                 .iter()
                 .all(|d| d.delimiter != b',')
         );
+        // a fixed escape rules quoting out of nothing
+        assert!(
+            candidates(None, None, Some(Some(b'\\')), b"", &all)
+                .iter()
+                .all(|d| d.quote.is_some() && d.escape == Some(b'\\'))
+        );
+        assert!(candidates(None, Some(None), Some(Some(b'\\')), b"", &all).is_empty());
     }
 
     #[test]

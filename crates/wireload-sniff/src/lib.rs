@@ -136,7 +136,11 @@ pub struct Sniffed {
 /// Records typed together, in one flat buffer.
 const BATCH_ROWS: usize = 2048;
 
-/// The fields of up to [`BATCH_ROWS`] records of `ncols` fields.
+/// Fields typed together at most (wide files get fewer records per batch).
+const BATCH_FIELDS: usize = 1 << 16;
+
+/// The fields of up to [`BATCH_ROWS`] records of `ncols` fields (about [`BATCH_FIELDS`]
+/// fields at most).
 struct Batch {
     ncols: usize,
     bytes: Vec<u8>,
@@ -148,7 +152,7 @@ impl Batch {
         Batch {
             ncols,
             bytes: Vec::new(),
-            spans: Vec::with_capacity(ncols * BATCH_ROWS),
+            spans: Vec::with_capacity((ncols * BATCH_ROWS).min(BATCH_FIELDS + ncols)),
         }
     }
 
@@ -274,7 +278,7 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             }
             batch.push(&rec);
             rows += 1;
-            if batch.rows() == BATCH_ROWS {
+            if batch.rows() == BATCH_ROWS || batch.spans.len() >= BATCH_FIELDS {
                 batch.flush(&mut rest, &null);
             }
         }
@@ -376,7 +380,10 @@ fn options_problem(opts: &SniffOptions, null: &[u8]) -> String {
     };
     match dialect.validate() {
         Err(e) => e.0,
-        Ok(()) => "the NULL string or escape rules out every delimiter and quote".into(),
+        Ok(()) if quote.is_none() && dialect.escape.is_some() => {
+            "an escape cannot be used when quoting is disabled".into()
+        }
+        Ok(()) => "the NULL string rules out every delimiter and quote".into(),
     }
 }
 
@@ -413,6 +420,16 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid sniff options: the delimiter and the quote must differ"
+        );
+        let opts = SniffOptions {
+            quote: Some(None),
+            escape: Some(Some(b'\\')),
+            ..SniffOptions::default()
+        };
+        let err = sniff(b"a,b\n", &opts).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid sniff options: an escape cannot be used when quoting is disabled"
         );
     }
 }
