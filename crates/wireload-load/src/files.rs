@@ -3,8 +3,10 @@
 //! one [`Appender`], in source order then input order. A failure in any source publishes
 //! nothing.
 //!
-//! Sources parse concurrently on the load's pool (a task per source, its chunks nested
-//! tasks), so many small files do not run one after another. Units are numbered across
+//! Sources parse concurrently: a few driver threads (as many as the load's threads, at most
+//! [`MAX_DRIVERS`]) take the sources in order, each opening its source (reading a stream,
+//! decoding a compressed file) and parsing its chunks on the load's pool, so many small
+//! files do not run one after another and no pool thread waits on a stream. Units are numbered across
 //! sources: a source's first unit number is known once every source before it has been
 //! parsed, so a source that starts before its turn keeps its chunks' buffers (the load holds
 //! them until it publishes anyway) and hands them to the appender when its turn comes.
@@ -56,19 +58,30 @@ pub(crate) fn load_files(
         Appender::begin(table, &joined(&names), opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
     let ((bytes, units), published) = appender.run(ctl, None, threads, |appender| {
-        let order = Order::new(appender, &names);
-        install(opts.threads, || {
-            sources
-                .par_iter()
-                .with_max_len(1)
-                .enumerate()
-                .for_each(
-                    |(i, source)| match parse_one(&order, i, source, &scan, opts, ctl) {
-                        Ok((parsed, sink)) => order.finish(i, parsed, sink),
-                        Err(e) => order.fail(i, e),
-                    },
-                );
-        })?;
+        let order = Order::new(appender, &names, opts.threads);
+        // drivers take the sources in order; each parses its source on the pool
+        let next = AtomicUsize::new(0);
+        let drive = || {
+            loop {
+                let i = next.fetch_add(1, Relaxed);
+                let Some(source) = sources.get(i) else {
+                    return;
+                };
+                match parse_one(&order, i, source, &scan, opts, ctl) {
+                    Ok((parsed, sink)) => order.finish(i, parsed, sink),
+                    Err(e) => order.fail(i, e),
+                }
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..threads.clamp(1, MAX_DRIVERS).min(sources.len()) {
+                // a driver that cannot start leaves its sources to the others
+                let _ = std::thread::Builder::new()
+                    .name("wireload-files".into())
+                    .spawn_scoped(s, drive);
+            }
+            drive();
+        });
         order.result()
     })?;
     Ok(LoadReport {
@@ -81,6 +94,10 @@ pub(crate) fn load_files(
         merge_steps: published.merge_steps,
     })
 }
+
+/// Most sources parsed at once: each holds a few blocks when streamed (decoded), and a
+/// few sources at once keep the pool busy with small files.
+const MAX_DRIVERS: usize = 16;
 
 /// The name the appender gives the whole load (in key errors found across sources).
 fn joined(names: &[String]) -> String {
@@ -127,7 +144,7 @@ fn parse_one<'o, 'a, 't>(
     };
     let (input, parse_ctl) = pipeline::open(source, ctl)?;
     let parsed = match input {
-        Input::Whole(whole) => {
+        Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             let start = data_start(data, scan, opts.dialect.header, name)?;
             // the chunk tasks count the records' bytes
@@ -148,8 +165,10 @@ fn parse_one<'o, 'a, 't>(
                 },
             };
             let units = parse.parse_window(records, 0, &sink, &parse_ctl)?;
-            (data.len() as u64, units)
-        }
+            Ok::<_, LoadError>((data.len() as u64, units))
+        })??,
+        // read on this thread, each window parsed on the pool: a slow stream keeps no pool
+        // thread waiting
         Input::Stream(blocks) => {
             pipeline::stream_windows(def, blocks, scan, opts, &parse_ctl, name, &sink)?
         }
@@ -161,6 +180,8 @@ fn parse_one<'o, 'a, 't>(
 struct Order<'a, 't> {
     appender: &'a Appender<'t>,
     names: &'a [String],
+    /// the load's threads (`LoadOptions::threads`)
+    threads: Option<usize>,
     turns: Mutex<Turns>,
     /// the lowest source that failed (usize::MAX: none); sources after it stop
     failed: AtomicUsize,
@@ -182,10 +203,11 @@ struct Turns {
 }
 
 impl<'a, 't> Order<'a, 't> {
-    fn new(appender: &'a Appender<'t>, names: &'a [String]) -> Self {
+    fn new(appender: &'a Appender<'t>, names: &'a [String], threads: Option<usize>) -> Self {
         Order {
             appender,
             names,
+            threads,
             turns: Mutex::default(),
             failed: AtomicUsize::new(usize::MAX),
             errors: Mutex::default(),
@@ -248,11 +270,14 @@ impl<'a, 't> Order<'a, 't> {
                 turns.next += 1;
             }
         }
-        // outside the lock: indexing the buffers runs tasks that may finish other sources
+        // outside the lock: other sources finish meanwhile
         for (source, base, kept) in ready {
-            let handed = kept.into_par_iter().try_for_each(|(n, buffers, sites)| {
-                self.hand_over(source, base + n, buffers, sites)
-            });
+            let handed = install(self.threads, || {
+                kept.into_par_iter().try_for_each(|(n, buffers, sites)| {
+                    self.hand_over(source, base + n, buffers, sites)
+                })
+            })
+            .and_then(|handed| handed);
             if let Err(e) = handed {
                 self.fail(source, e);
             }

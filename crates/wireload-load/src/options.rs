@@ -77,9 +77,11 @@ pub struct LoadOptions {
 pub struct LoadControl {
     /// Set to true to cancel; the load stops at its next batch and publishes nothing.
     pub cancel: Arc<AtomicBool>,
-    /// Bytes of input scanned so far (for progress bars).
+    /// Bytes of input scanned so far (for progress bars). For a compressed file: its
+    /// compressed bytes the decoder consumed (decoded bytes are not counted).
     pub bytes_done: Arc<AtomicU64>,
-    /// Total bytes of the input, known once the source is opened.
+    /// Total bytes of the input, known once the source is opened: a compressed file's
+    /// compressed size; for [`crate::load_files`], the sum over its sources.
     pub bytes_total: Arc<AtomicU64>,
 }
 

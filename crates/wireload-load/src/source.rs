@@ -189,7 +189,12 @@ impl Source {
                     let decoder = codec
                         .decoder(Counting::new(file, Arc::clone(consumed)))
                         .map_err(io)?;
-                    let blocks = Blocks::new(self.name(), decoder, None, BLOCK_BYTES);
+                    // a small file's blocks need not be large (CSV decodes to some
+                    // times its compressed size)
+                    let block = usize::try_from(meta.len().saturating_mul(8))
+                        .unwrap_or(BLOCK_BYTES)
+                        .clamp(1 << 20, BLOCK_BYTES);
+                    let blocks = Blocks::new(self.name(), decoder, None, block);
                     return Ok(Input::Stream(Blocks {
                         compressed: Some(meta.len()),
                         ..blocks

@@ -324,3 +324,16 @@ fn an_empty_list_is_an_error_and_a_missing_file_is_named() {
     );
     assert!(common::rows(&t).is_empty());
 }
+
+#[test]
+fn a_cancelled_load_of_files_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(14);
+    let (paths, _) = split(dir.path(), &mut rng, 6, 100);
+    let t = table(false);
+    let ctl = LoadControl::default();
+    ctl.cancel.store(true, Relaxed);
+    let err = load_files(&t, &files(&paths), &opts(2, 64), &ctl).unwrap_err();
+    assert!(matches!(err, LoadError::Cancelled), "{err}");
+    assert!(common::rows(&t).is_empty());
+}

@@ -1,8 +1,8 @@
 //! Dialect detection: every candidate dialect reads the start of each window, and the
 //! one whose records agree best on a field count wins.
 //!
-//! Candidates are the delimiters `,` `|` `;` and tab, each with quote `"` or `'` (escaped
-//! by doubling or by a backslash) or no quoting, less those the options fix. `:` is no
+//! Candidates are the delimiters `,` `|` `;` and tab, each with quote `"`, no quoting or
+//! quote `'` (a quote escaped by doubling or by a backslash), less those the options fix. `:` is no
 //! candidate: it would split every time of day. A candidate is ranked by, in order:
 //! 1. reading the sample without structural errors (a quote inside an unquoted field, text
 //!    after a closing quote, an unclosed quote);
@@ -12,7 +12,8 @@
 //! 4. quoting some field (a quote that quotes beats one that is never used, so a file of
 //!    `'a, b'` fields gets quote `'`);
 //! 5. more fields per record;
-//! 6. the order above (comma first, `"` first, doubling first).
+//! 6. the order above (comma first, `"` first, doubling first): a file without quotes
+//!    gets `"`, the COPY default, which reads it the same.
 //!
 //! A file of one column thus gets the first delimiter that never occurs in it (usually the
 //! comma), one whose values contain commas a delimiter they do not contain.
@@ -73,27 +74,44 @@ impl Trial {
 }
 
 /// The candidate dialects allowed by the fixed values (`None`: detect), in order of
-/// preference; `null` is the NULL string, which each candidate must allow.
+/// preference; `null` is the NULL string, which each candidate must allow. `present`
+/// says which bytes occur in the sample: a candidate that would read the sample exactly
+/// as one before it is left out (a quote `'` or a backslash escape that never occurs,
+/// all but the first delimiter that never occurs, which a one-column file needs).
 pub(crate) fn candidates(
     delimiter: Option<u8>,
     quote: Option<Option<u8>>,
     escape: Option<Option<u8>>,
     null: &[u8],
+    present: &[bool; 256],
 ) -> Vec<Dialect> {
     let delimiters = match delimiter {
         Some(d) => vec![d],
-        None => DELIMITERS.to_vec(),
+        None => {
+            let absent = DELIMITERS.iter().copied().find(|&d| !present[d as usize]);
+            DELIMITERS
+                .iter()
+                .copied()
+                .filter(|&d| present[d as usize] || Some(d) == absent)
+                .collect()
+        }
     };
     let quotes = match quote {
         Some(q) => vec![q],
-        None => vec![Some(b'"'), Some(b'\''), None],
+        // no quoting before `'`: of two candidates that quote nothing, the one that
+        // cannot break on a later apostrophe
+        None if present[b'\'' as usize] => vec![Some(b'"'), None, Some(b'\'')],
+        None => vec![Some(b'"'), None],
     };
     let mut out = Vec::new();
     for &d in &delimiters {
         for &q in &quotes {
             let escapes = match (escape, q) {
+                // an escape needs quoting (COPY refuses ESCAPE with QUOTE '')
+                (Some(Some(_)), None) => vec![],
                 (Some(e), _) => vec![e],
-                (None, Some(q)) => vec![Some(q), Some(b'\\')],
+                (None, Some(q)) if present[b'\\' as usize] => vec![Some(q), Some(b'\\')],
+                (None, Some(q)) => vec![Some(q)],
                 (None, None) => vec![None],
             };
             for e in escapes {
@@ -111,6 +129,18 @@ pub(crate) fn candidates(
         }
     }
     out
+}
+
+/// Which bytes occur in the part of each window that detection reads.
+pub(crate) fn present_bytes(data: &[u8], windows: &[Range<usize>]) -> [bool; 256] {
+    let probe = probe_bytes(windows.len());
+    let mut present = [false; 256];
+    for w in windows {
+        for &b in &data[w.start..(w.start + probe).min(w.end)] {
+            present[b as usize] = true;
+        }
+    }
+    present
 }
 
 /// How many bytes of each of `windows` detection reads.
@@ -173,6 +203,10 @@ pub(crate) fn trial(
         if i == 0 {
             first_mode = mode(&counts[from..]);
         }
+        if trial.broken_count > 0 {
+            // ranked below every candidate that reads without errors: no need to read on
+            break;
+        }
     }
     trial.records = counts.len();
     trial.ncols = mode(&counts).unwrap_or(1);
@@ -223,15 +257,43 @@ mod tests {
 
     #[test]
     fn candidates_respect_fixed_values_and_the_null_string() {
-        assert_eq!(candidates(None, None, None, b"").len(), 4 * 5);
-        let fixed = candidates(Some(b';'), Some(None), None, b"");
+        let all = [true; 256];
+        assert_eq!(candidates(None, None, None, b"", &all).len(), 4 * 5);
+        let fixed = candidates(Some(b';'), Some(None), None, b"", &all);
         assert_eq!(fixed.len(), 1);
         assert_eq!((fixed[0].delimiter, fixed[0].quote), (b';', None));
         // a NULL string containing ',' rules the comma out
         assert!(
-            candidates(None, None, None, b"a,b")
+            candidates(None, None, None, b"a,b", &all)
                 .iter()
                 .all(|d| d.delimiter != b',')
+        );
+        // a fixed escape rules quoting out of nothing
+        assert!(
+            candidates(None, None, Some(Some(b'\\')), b"", &all)
+                .iter()
+                .all(|d| d.quote.is_some() && d.escape == Some(b'\\'))
+        );
+        assert!(candidates(None, Some(None), Some(Some(b'\\')), b"", &all).is_empty());
+    }
+
+    #[test]
+    fn candidates_that_read_like_an_earlier_one_are_left_out() {
+        let mut present = [false; 256];
+        present[b',' as usize] = true;
+        let found: Vec<(u8, Option<u8>, Option<u8>)> = candidates(None, None, None, b"", &present)
+            .iter()
+            .map(|d| (d.delimiter, d.quote, d.escape))
+            .collect();
+        let q = Some(b'"');
+        assert_eq!(
+            found,
+            [
+                (b',', q, q),
+                (b',', None, None),
+                (b'|', q, q),
+                (b'|', None, None)
+            ]
         );
     }
 }

@@ -2,10 +2,12 @@
 //!
 //! The rule, after the types of the other sampled records are known:
 //! - When some column of the other records is not TEXT (DuckDB's rule): the first record
-//!   is a header when all its fields are named (not NULL, not blank; the first may be
-//!   blank, as in files written by R with row names) and at least one of them does not
-//!   fit its column's type. `id,name` over `1,bob` is a header; `1,2,3` over `4,5,6` is
-//!   not; `name,2023` over `bob,5` is not either (`2023` fits BIGINT), as in DuckDB.
+//!   is a header when one of its fields in such a column is named (not NULL, not blank)
+//!   and does not fit the column's type. `id,name` over `1,bob` is a header; `1,2,3` over
+//!   `4,5,6` is not; `name,2023` over `bob,5` is not either (`2023` fits BIGINT), as in
+//!   DuckDB. Blank names are allowed here, as DuckDB allows them: spreadsheet exports and
+//!   R or pandas files with row names leave header cells blank, and a blank fits every
+//!   type, so it cannot tell a data record either.
 //! - When every column is TEXT, or there is no other record: a header when all its fields
 //!   are named, no two alike, and none of them has the shape of a BOOLEAN, number, DATE
 //!   or TIMESTAMP. `name,city` over `bob,paris` is a header (text over text cannot be
@@ -18,8 +20,8 @@ use crate::types::{Candidates, LADDER};
 /// One field of the first record: its bytes and whether it was quoted.
 pub(crate) type FirstField = (Vec<u8>, bool);
 
-/// Whether field `i` names a column: not NULL, not blank; the first field of an R-style
-/// header may be blank.
+/// Whether field `i` can stand in a header of text columns: not NULL and not blank,
+/// except the first (R's row names).
 fn named(i: usize, field: &FirstField, null: &[u8]) -> bool {
     let is_null = !field.1 && field.0 == null;
     (!is_null && !field.0.trim_ascii().is_empty()) || i == 0
@@ -44,20 +46,20 @@ fn typed(field: &FirstField, null: &[u8]) -> bool {
 /// Whether `first` is a header over the other records, whose per-column candidates are
 /// `rest` (empty when there are no other records); see the module doc.
 pub(crate) fn is_header(first: &[FirstField], rest: &[Candidates], null: &[u8]) -> bool {
-    let all_named = first.iter().enumerate().all(|(i, f)| named(i, f, null))
-        && first.iter().any(|f| !f.0.trim_ascii().is_empty());
-    if !all_named {
-        return false;
-    }
     let types: Vec<SqlType> = rest.iter().map(Candidates::sql_type).collect();
     if types.iter().any(|t| !t.is_string()) {
-        return first.iter().zip(&types).any(|(f, ty)| {
+        return first.iter().zip(&types).enumerate().any(|(i, (f, ty))| {
             let field = Field {
                 bytes: &f.0,
                 quoted: f.1,
             };
-            !ty.is_string() && !Candidates::fits(ty, field, null)
+            !ty.is_string() && named(i, f, null) && !Candidates::fits(ty, field, null)
         });
+    }
+    let all_named = first.iter().enumerate().all(|(i, f)| named(i, f, null))
+        && first.iter().any(|f| !f.0.trim_ascii().is_empty());
+    if !all_named {
+        return false;
     }
     let unique = first.iter().enumerate().all(|(i, f)| {
         first[..i]
@@ -146,9 +148,19 @@ mod tests {
             &rest(&[text, ints]),
             b""
         ));
-        // a blank field is no name, except the first (R's row names)
-        assert!(!is_header(&first(&["id", ""]), &rest(&[ints, text]), b""));
+        // blank names are allowed beside typed columns (DuckDB), but a blank fits
+        // every type and so never makes a header alone
+        assert!(is_header(&first(&["id", ""]), &rest(&[ints, text]), b""));
         assert!(is_header(&first(&["", "x"]), &rest(&[ints, ints]), b""));
+        assert!(is_header(
+            &first(&["x", "", "y"]),
+            &rest(&[ints, ints, ints]),
+            b""
+        ));
+        assert!(!is_header(&first(&["", "7"]), &rest(&[ints, ints]), b""));
+        // beside text columns only the first may be blank
+        assert!(is_header(&first(&["", "name"]), &rest(&[text, text]), b""));
+        assert!(!is_header(&first(&["name", ""]), &rest(&[text, text]), b""));
         // all text: unique names that look like no value
         assert!(is_header(
             &first(&["name", "city"]),

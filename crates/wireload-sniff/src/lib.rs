@@ -8,13 +8,41 @@
 //! in (a `n/a` among numbers, decimals after a run of integers) widen the inferred types
 //! instead of failing the load. Each window after the first starts at a record start found
 //! in the quote context that lets its records parse, and ends after its last whole record.
+//! Sniffing costs the sample, not the input: a 100 MB file takes well under a second.
 //!
-//! - Dialect: delimiter, quote and escape by the consistency of field counts (the
-//!   `detect` module's doc has the ranking), BOM and line ending.
-//! - Header: DuckDB's rule, extended to all-text files (see the `header` module).
-//! - Types: the narrowest of BOOLEAN, BIGINT, DOUBLE, DATE, TIMESTAMP, TEXT that every
-//!   sampled value fits, checked with the loader's own deserializers (the `types` module).
-//!   [`widen`] re-plans a column when a load meets a value the sample did not show.
+//! # Dialect
+//! Delimiters `,` `|` `;` and tab, quote `"`, none or `'`, escape by doubling or `\`:
+//! the candidate that reads the sample without structural errors, splits records into
+//! more than one field with at least 90% of them agreeing on the count, has the largest
+//! share of agreeing records, quotes some field, and has the most fields wins; ties go to
+//! that order. A one-column file gets a delimiter its values do not contain. BOM and line
+//! ending (`\n`, `\r\n`, `\r`) are reported.
+//!
+//! # Header
+//! When some column of the other records is not TEXT (DuckDB's rule), the first record is
+//! a header when one of its non-blank fields in such a column does not fit the column's
+//! type (`id,name` over `1,bob`; not `1,2` over `3,4`, nor `name,2023` over `bob,5`).
+//! When every column is TEXT, or there is no other record, it is a header when its fields
+//! are non-blank (except the first, R's row-name column), unique, and none looks like a
+//! boolean, number, date or timestamp: text over text is taken as a header, as DuckDB
+//! takes it. Names keep their spelling, trimmed; blank ones become `columnN`, repeated
+//! ones get `_2`, `_3`, as the loader names them.
+//!
+//! # Types
+//! The narrowest of BOOLEAN, BIGINT, DOUBLE, DATE, TIMESTAMP, TEXT that every sampled
+//! value fits, checked with the loader's own deserializers, so the sampled values load:
+//! - integers are BIGINT and decimals DOUBLE (as DuckDB infers), BIGINT with DOUBLE
+//!   values is DOUBLE, DATE with TIMESTAMP values is TIMESTAMP, anything with text TEXT;
+//! - codes with leading zeros (`007`, `00123`) are TEXT: they are identifiers, and would
+//!   lose their zeros as numbers (DuckDB keeps them VARCHAR too);
+//! - BOOLEAN takes `true`/`false`, `t`/`f`, `yes`/`no`, `y`/`n`, `on`/`off`, not `1`/`0`;
+//! - DATE and TIMESTAMP take ISO dates (`2024-01-05`, `2024-01-05 10:00:00[.ffffff]`,
+//!   `T` or space); other date forms and values with a time zone are TEXT;
+//! - quoted numbers (`"42"`) are numbers (the loader parses them); a quoted empty string
+//!   is a value, not NULL, and only TEXT holds it;
+//! - NULL fields (the NULL string, unquoted) are skipped; a column of only NULLs is TEXT.
+//!
+//! [`widen`] re-plans a column when a load meets a value the sample did not show.
 //!
 //! ```
 //! use wireload_sniff::{LineEnding, SniffOptions, sniff};
@@ -108,7 +136,11 @@ pub struct Sniffed {
 /// Records typed together, in one flat buffer.
 const BATCH_ROWS: usize = 2048;
 
-/// The fields of up to [`BATCH_ROWS`] records of `ncols` fields.
+/// Fields typed together at most (wide files get fewer records per batch).
+const BATCH_FIELDS: usize = 1 << 16;
+
+/// The fields of up to [`BATCH_ROWS`] records of `ncols` fields (about [`BATCH_FIELDS`]
+/// fields at most).
 struct Batch {
     ncols: usize,
     bytes: Vec<u8>,
@@ -120,7 +152,7 @@ impl Batch {
         Batch {
             ncols,
             bytes: Vec::new(),
-            spans: Vec::with_capacity(ncols * BATCH_ROWS),
+            spans: Vec::with_capacity((ncols * BATCH_ROWS).min(BATCH_FIELDS + ncols)),
         }
     }
 
@@ -178,7 +210,8 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
     );
     let complete_at_end = !opts.truncated;
 
-    let candidates = detect::candidates(opts.delimiter, opts.quote, opts.escape, &null);
+    let present = detect::present_bytes(data, &windows);
+    let candidates = detect::candidates(opts.delimiter, opts.quote, opts.escape, &null, &present);
     if candidates.is_empty() {
         return Err(SniffError::Options(options_problem(opts, &null)));
     }
@@ -222,8 +255,14 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
                 Step::End => break,
             }
             if first.is_none() {
+                // a trailing delimiter is no field, as in the loader
+                let n = if rec.fits(ncols) {
+                    rec.len().min(ncols)
+                } else {
+                    rec.len()
+                };
                 first = Some(
-                    (0..rec.len())
+                    (0..n)
                         .map(|k| {
                             let (bytes, quoted) = rec.field(k);
                             (bytes.to_vec(), quoted)
@@ -239,7 +278,7 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             }
             batch.push(&rec);
             rows += 1;
-            if batch.rows() == BATCH_ROWS {
+            if batch.rows() == BATCH_ROWS || batch.spans.len() >= BATCH_FIELDS {
                 batch.flush(&mut rest, &null);
             }
         }
@@ -341,7 +380,10 @@ fn options_problem(opts: &SniffOptions, null: &[u8]) -> String {
     };
     match dialect.validate() {
         Err(e) => e.0,
-        Ok(()) => "the NULL string or escape rules out every delimiter and quote".into(),
+        Ok(()) if quote.is_none() && dialect.escape.is_some() => {
+            "an escape cannot be used when quoting is disabled".into()
+        }
+        Ok(()) => "the NULL string rules out every delimiter and quote".into(),
     }
 }
 
@@ -378,6 +420,16 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid sniff options: the delimiter and the quote must differ"
+        );
+        let opts = SniffOptions {
+            quote: Some(None),
+            escape: Some(Some(b'\\')),
+            ..SniffOptions::default()
+        };
+        let err = sniff(b"a,b\n", &opts).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid sniff options: an escape cannot be used when quoting is disabled"
         );
     }
 }

@@ -175,7 +175,7 @@ fn wider(ty: &SqlType) -> &'static [SqlType] {
 /// DATE and `2024-01-01 10:00:00` give TIMESTAMP. None when `ty` is already unbounded
 /// text. `value` is taken as an unquoted, non-NULL field, and only the deserializer
 /// decides (no shape rules: the value did not fit `ty`, so the load needs a type that
-/// takes it).
+/// takes it). TEXT when no type takes it (text that is not UTF-8, which no type loads).
 pub fn widen(ty: &SqlType, value: &[u8]) -> Option<SqlType> {
     let field = Field::unquoted(value);
     // a NULL string that never equals the value: every value is parsed
