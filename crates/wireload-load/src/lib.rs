@@ -7,6 +7,10 @@
 //! stage; [`pool`] decides the threads every load runs on.
 //!
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
+//! With [`OnError::Ignore`] bad records are skipped instead and listed in the report
+//! ([`LoadReport::rejects`]); a chunk that meets one is parsed again on a careful path, so
+//! loads without bad records run the fast path unchanged (see `reject` for where a broken
+//! record ends).
 #![deny(missing_docs)]
 
 mod append;

@@ -495,3 +495,53 @@ fn on_error_parses_stop_and_ignore() {
     );
     assert_eq!(OnError::default(), OnError::Stop);
 }
+
+#[test]
+fn escape_dialects_skip_bad_records_and_fast_mode_still_fails_on_quoted_newlines() {
+    let escaped = LoadOptions {
+        dialect: Dialect {
+            escape: Some(b'\\'),
+            ..Dialect::default()
+        },
+        ..ignore(16, 2)
+    };
+    let data = b"1,\"a\\\"b\",1.5,2024-01-01\n2,x,bad,2024-01-02\n3,\"c\\\\\",3.5,2024-01-03\n4,y\n5,z,5.5,2024-01-05\n";
+    for chunk in [16, 20, 1 << 20] {
+        for (kind, source) in sources(data) {
+            let t = table(Partitioning::Single, false);
+            let o = LoadOptions {
+                chunk_size: Some(chunk),
+                ..escaped.clone()
+            };
+            let report = load_into(&t, &source, &o, &LoadControl::default()).unwrap();
+            let names: Vec<_> = common::rows(&t).into_iter().map(|r| r[1].clone()).collect();
+            assert_eq!(
+                names,
+                [Some("a\"b".into()), Some("c\\".into()), Some("z".into())],
+                "{kind}, chunk {chunk}"
+            );
+            let at: Vec<_> = report
+                .rejects
+                .iter()
+                .map(|r| (r.line, r.byte_offset, r.column, r.raw_line.as_str()))
+                .collect();
+            assert_eq!(
+                at,
+                [(2, 24, Some(3), "2,x,bad,2024-01-02"), (4, 66, None, "4,y")],
+                "{kind}, chunk {chunk}"
+            );
+        }
+    }
+    // MODE fast cannot go on past a quoted record delimiter: the load fails, as with stop
+    let fast = LoadOptions {
+        mode: wireload_load::ScanMode::Fast,
+        ..ignore(1 << 20, 1)
+    };
+    let t = table(Partitioning::Single, false);
+    let err = common::load(&t, b"1,\"a\nb\",1.5,2024-01-01\n", &fast).unwrap_err();
+    assert!(
+        matches!(err, LoadError::QuotedNewlineInFastMode { .. }),
+        "{err}"
+    );
+    assert!(common::rows(&t).is_empty());
+}
