@@ -407,6 +407,8 @@ pub fn load_with<R: Runner>(
             chunks: next_unit,
             merge_seconds: published.merge_seconds,
             merge_steps: published.merge_steps,
+            rejected: 0,
+            rejects: Vec::new(),
         },
         device: device.to_string(),
         partitions,

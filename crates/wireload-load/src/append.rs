@@ -103,6 +103,8 @@ pub fn append_batches(
         chunks: groups.len(),
         merge_seconds: published.merge_seconds,
         merge_steps: published.merge_steps,
+        rejected: 0,
+        rejects: Vec::new(),
     })
 }
 

@@ -184,6 +184,18 @@ pub enum LoadError {
     /// The load was cancelled.
     #[error("load cancelled")]
     Cancelled,
+    /// More records were rejected under ON_ERROR ignore than the load's reject limit allows.
+    #[error(
+        "{rejected} records were rejected, more than the reject limit of {limit}; the first: {first}"
+    )]
+    TooManyRejects {
+        /// records rejected
+        rejected: u64,
+        /// the limit
+        limit: u64,
+        /// the first rejected record
+        first: Box<crate::Reject>,
+    },
     /// A broken invariant of wireload (a bug), not of the input.
     #[error("internal error: {0}")]
     Internal(String),
@@ -197,6 +209,30 @@ impl LoadError {
             | LoadError::Value { pos, .. }
             | LoadError::QuotedNewlineInFastMode { pos } => Some(pos),
             _ => None,
+        }
+    }
+}
+
+impl LoadError {
+    /// What the error says without its position (the text after "file: line ..., byte N: ").
+    pub fn detail(&self) -> String {
+        match self {
+            LoadError::Syntax {
+                message,
+                text,
+                expected,
+                ..
+            } => format!("{message}; found {text:?}, expected {expected}"),
+            LoadError::Value {
+                error,
+                text,
+                expected,
+                ..
+            } => format!("{error}: {text:?}; expected {expected}"),
+            LoadError::QuotedNewlineInFastMode { .. } => "record delimiter inside a quoted field, \
+                 which fast mode does not allow; load with MODE safe"
+                .into(),
+            other => other.to_string(),
         }
     }
 }

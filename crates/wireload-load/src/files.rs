@@ -32,6 +32,7 @@ use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{CsvParse, Origin, Records};
 use crate::pipeline::{self, data_start};
 use crate::pool::install;
+use crate::reject::RejectLog;
 use crate::publish::{Appender, Sink, Sites};
 use crate::source::{Input, Source};
 
@@ -57,7 +58,7 @@ pub(crate) fn load_files(
     let appender =
         Appender::begin(table, &joined(&names), opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
-    let ((bytes, units), published) = appender.run(ctl, None, threads, |appender| {
+    let ((bytes, units, rejects), published) = appender.run(ctl, None, threads, |appender| {
         let order = Order::new(appender, &names, opts.threads);
         // drivers take the sources in order; each parses its source on the pool
         let next = AtomicUsize::new(0);
@@ -82,7 +83,18 @@ pub(crate) fn load_files(
             }
             drive();
         });
-        order.result()
+        let (bytes, units, rejects) = order.result()?;
+        // each source kept to the limit alone: the load keeps to it in all
+        match opts.reject_limit {
+            Some(limit) if rejects.count > limit => Err(LoadError::TooManyRejects {
+                rejected: rejects.count,
+                limit,
+                first: Box::new(rejects.kept.first().cloned().ok_or_else(|| {
+                    LoadError::Internal("records were rejected but none was kept".into())
+                })?),
+            }),
+            _ => Ok((bytes, units, rejects)),
+        }
     })?;
     Ok(LoadReport {
         table: table.name().to_string(),
@@ -92,6 +104,8 @@ pub(crate) fn load_files(
         chunks: units,
         merge_seconds: published.merge_seconds,
         merge_steps: published.merge_steps,
+        rejected: rejects.count,
+        rejects: rejects.kept,
     })
 }
 
@@ -109,8 +123,8 @@ fn joined(names: &[String]) -> String {
     }
 }
 
-/// What a source's parse made: (CSV bytes parsed, units).
-type Parsed = (u64, usize);
+/// What a source's parse made: (CSV bytes parsed, units, the records it rejected).
+type Parsed = (u64, usize, RejectLog);
 
 /// The buffers of a unit kept until its source's turn: (unit number in the source,
 /// buffers, sites).
@@ -165,7 +179,7 @@ fn parse_one<'o, 'a, 't>(
                 },
             };
             let units = parse.parse_window(records, 0, &sink, &parse_ctl)?;
-            Ok::<_, LoadError>((data.len() as u64, units))
+            Ok::<_, LoadError>((data.len() as u64, units, parse.take_rejects()))
         })??,
         // read on this thread, each window parsed on the pool: a slow stream keeps no pool
         // thread waiting
@@ -198,6 +212,8 @@ struct Turns {
     base: usize,
     /// CSV bytes of the sources before it
     bytes: u64,
+    /// the records the sources before it rejected
+    rejects: RejectLog,
     /// sources parsed before their turn came
     waiting: BTreeMap<usize, (Parsed, Vec<Kept>)>,
 }
@@ -259,9 +275,15 @@ impl<'a, 't> Order<'a, 't> {
             turns.waiting.insert(i, (parsed, kept));
             loop {
                 let next = turns.next;
-                let Some(((bytes, units), kept)) = turns.waiting.remove(&next) else {
+                let Some(((bytes, units, rejects), kept)) = turns.waiting.remove(&next) else {
                     break;
                 };
+                turns.rejects.count += rejects.count;
+                let room = turns.rejects.room();
+                turns
+                    .rejects
+                    .kept
+                    .extend(rejects.kept.into_iter().take(room));
                 if !kept.is_empty() {
                     ready.push((next, turns.base, kept));
                 }
@@ -284,7 +306,7 @@ impl<'a, 't> Order<'a, 't> {
         }
     }
 
-    /// (CSV bytes, units) of the load, or the error of the first source that failed.
+    /// (CSV bytes, units, rejects) of the load, or the error of the first source that failed.
     fn result(self) -> Result<Parsed, LoadError> {
         let errors = self.errors.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some((_, e)) = errors.into_iter().next() {
@@ -298,7 +320,7 @@ impl<'a, 't> Order<'a, 't> {
                 self.names.len()
             )));
         }
-        Ok((turns.bytes, turns.base))
+        Ok((turns.bytes, turns.base, turns.rejects))
     }
 }
 

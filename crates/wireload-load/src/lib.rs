@@ -7,6 +7,10 @@
 //! stage; [`pool`] decides the threads every load runs on.
 //!
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
+//! With [`OnError::Ignore`] bad records are skipped instead and listed in the report
+//! ([`LoadReport::rejects`]); a chunk that meets one is parsed again on a careful path, so
+//! loads without bad records run the fast path unchanged (see `reject` for where a broken
+//! record ends).
 #![deny(missing_docs)]
 
 mod append;
@@ -24,6 +28,7 @@ mod partition;
 mod pipeline;
 mod pool;
 mod publish;
+mod reject;
 mod source;
 mod task;
 
@@ -32,11 +37,12 @@ pub use compact::{compact, worth_compacting};
 pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
-pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, Schedule};
+pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};
 pub use publish::{Appender, Published, Sink, Sites, Unit};
+pub use reject::{MAX_REJECTS, RAW_LINE_CHARS, Reject};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 
@@ -83,6 +89,7 @@ pub fn expand_paths(pattern: &str) -> Result<Vec<std::path::PathBuf>, LoadError>
 /// input order, window after window (`sink.ready()` is asked before each), on
 /// `opts.threads` threads. The input is read as a stream (blocks of `Source`'s block size
 /// become the windows). Returns (bytes read, chunks). Errors name positions as a load's do.
+/// `opts.on_error` and `opts.reject_limit` apply; the rejected records are not reported.
 pub fn parse_source(
     def: &wireload_storage::TableDef,
     source: &Source,
@@ -97,6 +104,7 @@ pub fn parse_source(
         Input::Stream(blocks) => {
             pipeline::store_stream_total(&blocks, ctl);
             pipeline::stream_windows(def, blocks, &scan, opts, &parse_ctl, &file, sink)
+                .map(|(bytes, units, _)| (bytes, units))
         }
         Input::Whole(whole) => {
             let data = whole.bytes();

@@ -55,6 +55,29 @@ impl std::str::FromStr for Schedule {
     }
 }
 
+/// What a load does with a record it cannot load (PostgreSQL's and DuckDB's ON_ERROR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// The first bad record fails the load; nothing is published.
+    #[default]
+    Stop,
+    /// Bad records are skipped and reported ([`LoadReport::rejects`]); the good ones load.
+    Ignore,
+}
+
+impl std::str::FromStr for OnError {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "stop" => Ok(OnError::Stop),
+            "ignore" => Ok(OnError::Ignore),
+            other => Err(format!(
+                "unknown ON_ERROR policy '{other}' (expected stop or ignore)"
+            )),
+        }
+    }
+}
+
 /// Everything that shapes one load.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -70,6 +93,11 @@ pub struct LoadOptions {
     pub merge: MergeStrategy,
     /// When the merge steps run.
     pub schedule: Schedule,
+    /// What a bad record (a bad value, a broken CSV structure) does to the load.
+    pub on_error: OnError,
+    /// With [`OnError::Ignore`]: the load fails (publishing nothing) when more than this
+    /// many records are rejected.
+    pub reject_limit: Option<u64>,
 }
 
 /// Shared between a running load and whoever watches it.
@@ -103,6 +131,10 @@ pub struct LoadReport {
     pub merge_seconds: f64,
     /// Merge steps the load took (1 with the deferred schedule).
     pub merge_steps: usize,
+    /// Records skipped under [`OnError::Ignore`].
+    pub rejected: u64,
+    /// The first [`crate::MAX_REJECTS`] of them, in input order.
+    pub rejects: Vec<crate::Reject>,
 }
 
 impl LoadReport {
@@ -135,6 +167,11 @@ impl std::fmt::Display for LoadReport {
         if self.merge_steps > 1 {
             write!(f, " in {} steps", self.merge_steps)?;
         }
-        f.write_str(")")
+        f.write_str(")")?;
+        if self.rejected > 0 {
+            let s = if self.rejected == 1 { "" } else { "s" };
+            write!(f, "; {} row{s} rejected", self.rejected)?;
+        }
+        Ok(())
     }
 }

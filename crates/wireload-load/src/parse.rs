@@ -4,6 +4,7 @@
 //! [`Unit`]) for the append/publish stage. Positions in errors are those of the whole input:
 //! a window knows its byte offset and the line ends before it.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use arrow::datatypes::SchemaRef;
@@ -17,8 +18,9 @@ use wireload_types::{ColumnDef, ValueError};
 
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
-use crate::options::{LoadControl, LoadOptions};
+use crate::options::{LoadControl, LoadOptions, OnError};
 use crate::publish::Sink;
+use crate::reject::{ChunkRejects, Reject, RejectLog, WindowRejects, raw_line, record_end};
 use crate::task::{self, TaskFailure};
 
 /// Longest piece of offending text quoted in an error message.
@@ -59,13 +61,25 @@ pub(crate) struct LoadCtx<'a> {
     pub failed: AtomicUsize,
     /// where the tasks hand their buffers
     pub sink: &'a dyn Sink,
+    /// ON_ERROR ignore: bad records are skipped and noted in `rejects`
+    pub ignore: bool,
+    /// the rejects of the window's chunks
+    pub rejects: Mutex<WindowRejects>,
+    /// how many more rejects the load keeps
+    pub room: usize,
 }
 
 impl LoadCtx<'_> {
-    fn position(&self, byte: usize, column: usize) -> Box<Position> {
+    /// The position of `byte`; its line is counted when `lined` (else 0: a reject counts
+    /// its lines itself).
+    fn position_lined(&self, byte: usize, column: usize, lined: bool) -> Box<Position> {
         Box::new(Position {
             file: self.file.clone(),
-            line: self.origin.lines + line_of(self.data, byte),
+            line: if lined {
+                self.origin.lines + line_of(self.data, byte)
+            } else {
+                0
+            },
             column,
             column_name: column
                 .checked_sub(1)
@@ -93,7 +107,11 @@ impl LoadCtx<'_> {
     /// The load error for a structural error.
     #[cold]
     pub(crate) fn scan_error(&self, e: ScanError) -> LoadError {
-        let pos = self.position(e.at, e.field);
+        self.scan_error_lined(e, true)
+    }
+
+    fn scan_error_lined(&self, e: ScanError, lined: bool) -> LoadError {
+        let pos = self.position_lined(e.at, e.field, lined);
         if e.kind == ScanErrorKind::QuotedRecordDelimiter {
             return LoadError::QuotedNewlineInFastMode { pos };
         }
@@ -118,6 +136,17 @@ impl LoadCtx<'_> {
         col: usize,
         error: ValueError,
     ) -> LoadError {
+        self.value_error_lined(batch, row, col, error, true)
+    }
+
+    fn value_error_lined(
+        &self,
+        batch: &FieldBatch,
+        row: usize,
+        col: usize,
+        error: ValueError,
+        lined: bool,
+    ) -> LoadError {
         let (bytes, _) = batch.field(self.data, row, col);
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         if text.chars().count() > SNIPPET {
@@ -125,10 +154,59 @@ impl LoadCtx<'_> {
         }
         let expected = error.expected();
         LoadError::Value {
-            pos: self.position(batch.field_offset(row, col), col + 1),
+            pos: self.position_lined(batch.field_offset(row, col), col + 1, lined),
             error,
             text,
             expected,
+        }
+    }
+
+    /// Notes in `rejects` the record `row` of `batch`, whose field `col` is invalid.
+    #[cold]
+    pub(crate) fn reject_value(
+        &self,
+        rejects: &mut ChunkRejects,
+        batch: &FieldBatch,
+        row: usize,
+        col: usize,
+        error: ValueError,
+    ) {
+        let rs = batch.row_start(row);
+        rejects.note(self.data, rs, |lines| {
+            let e = self.value_error_lined(batch, row, col, error, false);
+            self.reject(rs, lines, Some(col + 1), &e)
+        });
+    }
+
+    /// Notes in `rejects` the record broken by `e`; returns where the next record starts.
+    #[cold]
+    pub(crate) fn reject_broken(&self, rejects: &mut ChunkRejects, e: ScanError) -> usize {
+        let rs = e.record_start;
+        let column = match e.kind {
+            ScanErrorKind::FieldCount { .. } => None,
+            _ => Some(e.field),
+        };
+        rejects.note(self.data, rs, |lines| {
+            let err = self.scan_error_lined(e, false);
+            self.reject(rs, lines, column, &err)
+        });
+        record_end(self.data, &self.scan, rs)
+    }
+
+    /// The reject of the record at `rs` for `error`; its line is `lines` (line ends from
+    /// the chunk start, made absolute when the window is done).
+    fn reject(&self, rs: usize, lines: u64, column: Option<usize>, error: &LoadError) -> Reject {
+        Reject {
+            file: self.file.clone(),
+            line: lines,
+            byte_offset: self.origin.byte + rs as u64,
+            column,
+            column_name: column
+                .and_then(|c| c.checked_sub(1))
+                .and_then(|c| self.columns.get(c))
+                .map(|c| c.name.clone()),
+            raw_line: raw_line(self.data, rs, record_end(self.data, &self.scan, rs)),
+            error: error.detail(),
         }
     }
 }
@@ -223,6 +301,8 @@ pub(crate) struct CsvParse<'a> {
     pub hints: Hints,
     pub ascii_specials: bool,
     pub chunk_size: usize,
+    /// the records rejected so far (ON_ERROR ignore)
+    pub log: Mutex<RejectLog>,
 }
 
 impl<'a> CsvParse<'a> {
@@ -235,6 +315,11 @@ impl<'a> CsvParse<'a> {
     ) -> Result<Self, LoadError> {
         let scan =
             ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
+        if opts.reject_limit.is_some() && opts.on_error != OnError::Ignore {
+            return Err(LoadError::Options(
+                "a reject limit needs ON_ERROR ignore".into(),
+            ));
+        }
         let (partitions, key_column) = match def.partitioning {
             Partitioning::Single => (1, None),
             Partitioning::Hash { column, count } => (count, Some(column)),
@@ -263,7 +348,13 @@ impl<'a> CsvParse<'a> {
             .flatten()
             .all(|b| b.is_ascii()),
             chunk_size,
+            log: Mutex::new(RejectLog::default()),
         })
+    }
+
+    /// The records rejected so far.
+    pub(crate) fn take_rejects(&self) -> RejectLog {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// How this parse splits a window into chunks.
@@ -291,12 +382,17 @@ impl<'a> CsvParse<'a> {
             lines,
             origin,
         } = window;
+        let mut lines = lines;
         // a streamed input loses each window: rows of unique keys need their lines now
         let chunk_lines = if !origin.whole && sink.wants_sites() {
-            lines.unwrap_or_else(|| chunk_lines(data, start, &chunks).0)
+            lines
+                .take()
+                .unwrap_or_else(|| chunk_lines(data, start, &chunks).0)
         } else {
             Vec::new()
         };
+        let ignore = self.opts.on_error == OnError::Ignore;
+        let room = self.log.lock().unwrap_or_else(|e| e.into_inner()).room();
         let ctx = LoadCtx {
             data,
             origin,
@@ -313,6 +409,9 @@ impl<'a> CsvParse<'a> {
             ctl,
             failed: AtomicUsize::new(usize::MAX),
             sink,
+            ignore,
+            rejects: Mutex::new(WindowRejects::new(room)),
+            room,
         };
         let results: Vec<Result<(), TaskFailure>> = chunks
             .par_iter()
@@ -332,6 +431,11 @@ impl<'a> CsvParse<'a> {
             match r {
                 Ok(()) => {}
                 Err(TaskFailure::Error(e)) => return Err(e),
+                Err(TaskFailure::Careful(_)) => {
+                    return Err(LoadError::Internal(
+                        "a chunk left its careful path undone".into(),
+                    ));
+                }
                 Err(TaskFailure::Abandoned) => {
                     return Err(if ctl.cancel.load(Relaxed) {
                         LoadError::Cancelled
@@ -349,6 +453,65 @@ impl<'a> CsvParse<'a> {
         if ctl.cancel.load(Relaxed) {
             return Err(LoadError::Cancelled);
         }
+        if ignore {
+            let window =
+                std::mem::take(&mut *ctx.rejects.lock().unwrap_or_else(|e| e.into_inner()));
+            self.log_rejects(
+                window,
+                &ctx.chunk_lines,
+                lines,
+                data,
+                start,
+                &chunks,
+                origin,
+            )?;
+        }
         Ok(chunks.len())
+    }
+
+    /// Adds the rejects of a window to the load's, their lines made absolute (with the
+    /// line ends before each chunk: `known` or `lines`, or counted now); fails when the
+    /// load's reject limit is exceeded.
+    #[allow(clippy::too_many_arguments)]
+    fn log_rejects(
+        &self,
+        window: WindowRejects,
+        known: &[u64],
+        lines: Option<Vec<u64>>,
+        data: &[u8],
+        start: usize,
+        chunks: &[std::ops::Range<usize>],
+        origin: Origin,
+    ) -> Result<(), LoadError> {
+        if window.count == 0 {
+            return Ok(());
+        }
+        let counted;
+        let before: &[u64] = if !known.is_empty() {
+            known
+        } else if let Some(l) = &lines {
+            l
+        } else {
+            counted = chunk_lines(data, start, chunks).0;
+            &counted
+        };
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.count += window.count;
+        for (chunk, rejects) in window.by_chunk {
+            log.kept.extend(rejects.into_iter().map(|mut r| {
+                r.line += origin.lines + before[chunk] + 1;
+                r
+            }));
+        }
+        match self.opts.reject_limit {
+            Some(limit) if log.count > limit => Err(LoadError::TooManyRejects {
+                rejected: log.count,
+                limit,
+                first: Box::new(log.kept.first().cloned().ok_or_else(|| {
+                    LoadError::Internal("records were rejected but none was kept".into())
+                })?),
+            }),
+            _ => Ok(()),
+        }
     }
 }

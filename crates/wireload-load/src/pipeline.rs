@@ -26,6 +26,7 @@ use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
 use crate::pool::install;
 use crate::publish::{Appender, Published, Sink};
+use crate::reject::RejectLog;
 use crate::source::{Block, Blocks, Input, Source};
 
 /// See [`crate::load_into`].
@@ -40,7 +41,7 @@ pub(crate) fn load(
     let file = source.name();
     let (input, parse_ctl) = open(source, ctl)?;
     let def = table.def();
-    let (bytes, units, published) = match &input {
+    let (bytes, units, published, rejects) = match &input {
         Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             ctl.bytes_total.store(data.len() as u64, Relaxed);
@@ -68,7 +69,7 @@ pub(crate) fn load(
                 appender.run(ctl, Some(data), rayon::current_num_threads(), |appender| {
                     parse.parse_window(records, 0, appender, ctl)
                 })?;
-            Ok::<_, LoadError>((data.len() as u64, units, published))
+            Ok::<_, LoadError>((data.len() as u64, units, published, parse.take_rejects()))
         })??,
         Input::Stream(_) => {
             let Input::Stream(blocks) = input else {
@@ -85,6 +86,8 @@ pub(crate) fn load(
         chunks: units,
         merge_seconds: published.merge_seconds,
         merge_steps: published.merge_steps,
+        rejected: rejects.count,
+        rejects: rejects.kept,
     })
 }
 
@@ -112,8 +115,8 @@ pub(crate) fn store_stream_total(blocks: &Blocks, ctl: &LoadControl) {
     }
 }
 
-/// Loads a stream window by window; returns (bytes read, units, what was published).
-/// `parse_ctl` is what the parse reports progress to (see [`open`]).
+/// Loads a stream window by window; returns (bytes read, units, what was published, the
+/// rejected records). `parse_ctl` is what the parse reports progress to (see [`open`]).
 fn stream(
     table: &Table,
     blocks: Blocks,
@@ -122,19 +125,19 @@ fn stream(
     ctl: &LoadControl,
     parse_ctl: &LoadControl,
     file: &str,
-) -> Result<(u64, usize, Published), LoadError> {
+) -> Result<(u64, usize, Published, RejectLog), LoadError> {
     store_stream_total(&blocks, ctl);
     let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
     let threads = install(opts.threads, rayon::current_num_threads)?;
-    let ((byte, units), published) = appender.run(ctl, None, threads, |appender| {
+    let ((byte, units, rejects), published) = appender.run(ctl, None, threads, |appender| {
         stream_windows(table.def(), blocks, scan, opts, parse_ctl, file, appender)
     })?;
-    Ok((byte, units, published))
+    Ok((byte, units, published, rejects))
 }
 
 /// Parses a stream window by window, handing each chunk's buffers to `sink`; returns
-/// (bytes read, units). Adds the bytes it parses to `ctl.bytes_done` (the total is the
-/// caller's to store).
+/// (bytes read, units, the rejected records). Adds the bytes it parses to `ctl.bytes_done`
+/// (the total is the caller's to store).
 pub(crate) fn stream_windows(
     def: &TableDef,
     mut blocks: Blocks,
@@ -143,19 +146,19 @@ pub(crate) fn stream_windows(
     ctl: &LoadControl,
     file: &str,
     sink: &dyn Sink,
-) -> Result<(u64, usize), LoadError> {
+) -> Result<(u64, usize, RejectLog), LoadError> {
     let mut window = Block::default();
     let mut eof = false;
     // the first window: a block (or 1 MiB) for a sample, the whole BOM, and the whole
     // header record with its record delimiter
     let first = blocks.block().min(1 << 20).max(BOM.len());
-    let header_read = |w: &[u8]| match data_start(w, scan, true, file) {
-        Ok(next) => {
+    let header_read = |w: &[u8]| match header_end(w, scan, skip_bom(w), file) {
+        Ok(Some(next)) => {
             next > 0
                 && matches!(w[next - 1], b'\n' | b'\r')
                 && (w[next - 1] != b'\r' || next < w.len())
         }
-        Err(_) => false,
+        Ok(None) | Err(_) => false,
     };
     loop {
         let enough =
@@ -228,7 +231,7 @@ pub(crate) fn stream_windows(
         byte = w.origin.byte + w.cut as u64;
         recycler.recycle(w.block);
     }
-    Ok((byte, units))
+    Ok((byte, units, parse.take_rejects()))
 }
 
 /// A window cut and chunked, ready to parse.
@@ -383,7 +386,9 @@ fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks)> 
 }
 
 /// Where the data records of `data` start: after a BOM and, with a header, after the
-/// header record (an error names the header's problem).
+/// header record (an error names the header's problem). An input without any record has
+/// no data records (`data.len()`), as PostgreSQL and DuckDB load an empty file with a
+/// header expected as zero rows.
 pub fn data_start(
     data: &[u8],
     scan: &ScanConfig,
@@ -394,20 +399,20 @@ pub fn data_start(
     if !header {
         return Ok(start);
     }
+    Ok(header_end(data, scan, start, file)?.unwrap_or(data.len()))
+}
+
+/// Where the record after the header (the first record at or after `start`) starts; None
+/// when `data` has no record there.
+fn header_end(
+    data: &[u8],
+    scan: &ScanConfig,
+    start: usize,
+    file: &str,
+) -> Result<Option<usize>, LoadError> {
     match first_record(scan, data, start) {
-        Ok(Some((_, next))) => Ok(next),
-        Ok(None) => Err(LoadError::Syntax {
-            pos: Box::new(Position {
-                file: file.to_string(),
-                line: 1,
-                column: 1,
-                column_name: None,
-                byte: start as u64,
-            }),
-            message: "the input is empty, but a header record was expected".into(),
-            text: String::new(),
-            expected: "a header record".into(),
-        }),
+        Ok(Some((_, next))) => Ok(Some(next)),
+        Ok(None) => Ok(None),
         Err(e) => Err(LoadError::Syntax {
             pos: Box::new(Position {
                 file: file.to_string(),

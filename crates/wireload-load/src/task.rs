@@ -6,13 +6,14 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use arrow::array::ArrayRef;
 use arrow::record_batch::RecordBatch;
-use wireload_csv::{FieldBatch, QuoteState, Scanner, first_record_start, line_ends};
+use wireload_csv::{FieldBatch, QuoteState, ScanErrorKind, Scanner, first_record_start, line_ends};
 use wireload_types::{ColumnBuilder, Field};
 
 use crate::error::LoadError;
 use crate::parse::LoadCtx;
 use crate::partition::partition_ids;
 use crate::publish::Sites;
+use crate::reject::ChunkRejects;
 
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;
@@ -23,6 +24,9 @@ pub(crate) enum TaskFailure {
     Error(LoadError),
     /// an earlier chunk failed or the load was cancelled: this chunk's result does not matter
     Abandoned,
+    /// ON_ERROR ignore: the fast path met a bad record, having counted the chunk's bytes
+    /// up to this offset as done; the chunk goes again on the careful path
+    Careful(usize),
 }
 
 impl From<LoadError> for TaskFailure {
@@ -35,27 +39,52 @@ impl From<LoadError> for TaskFailure {
 /// their rows came from.
 pub(crate) type Buffers = (Vec<Option<RecordBatch>>, Sites);
 
-/// Runs the task of chunk `index` of the window.
+/// Runs the task of chunk `index` of the window: the fast path, or (ON_ERROR ignore) the
+/// careful path when the fast one meets a bad record.
 pub(crate) fn run(
     ctx: &LoadCtx<'_>,
     index: usize,
     range: Range<usize>,
     state: QuoteState,
 ) -> Result<Buffers, TaskFailure> {
-    let data = ctx.data;
     let start = if index == 0 {
         range.start
     } else {
-        first_record_start(data, &ctx.scan, range.start, state)
+        first_record_start(ctx.data, &ctx.scan, range.start, state)
     };
-    let nparts = ctx.partitions;
     if start >= range.end {
         ctx.ctl.bytes_done.fetch_add(range.len() as u64, Relaxed);
-        return Ok((vec![None; nparts], Sites::None));
+        return Ok((vec![None; ctx.partitions], Sites::None));
     }
-    let ncols = ctx.columns.len();
-    let sizing = ctx.hints.sizing(range.len());
-    let mut builders: Vec<Vec<ColumnBuilder>> = (0..nparts)
+    match fast(ctx, index, range.clone(), start) {
+        Err(TaskFailure::Careful(done_at)) => careful(ctx, index, range, start, done_at),
+        other => other,
+    }
+}
+
+/// The failure for the invalid field `col` of record `row` of `batch`: the error of the
+/// first invalid field in input order, or (ON_ERROR ignore) the careful path.
+#[cold]
+#[inline(never)]
+fn value_failure(
+    ctx: &LoadCtx<'_>,
+    batch: &FieldBatch,
+    row: usize,
+    col: usize,
+    error: wireload_types::ValueError,
+    done_at: usize,
+) -> TaskFailure {
+    if ctx.ignore {
+        TaskFailure::Careful(done_at)
+    } else {
+        earliest_error(ctx, batch, row, col, error).into()
+    }
+}
+
+/// Empty builders for the partition buffers of a chunk of `len` bytes.
+fn new_builders(ctx: &LoadCtx<'_>, len: usize) -> Vec<Vec<ColumnBuilder>> {
+    let sizing = ctx.hints.sizing(len);
+    (0..ctx.partitions)
         .map(|p| {
             ctx.columns
                 .iter()
@@ -70,7 +99,21 @@ pub(crate) fn run(
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// The fast path of a chunk: batches of records deserialized column by column, with no
+/// check beyond what deserializing does; stops at the first bad record.
+fn fast(
+    ctx: &LoadCtx<'_>,
+    index: usize,
+    range: Range<usize>,
+    start: usize,
+) -> Result<Buffers, TaskFailure> {
+    let data = ctx.data;
+    let nparts = ctx.partitions;
+    let ncols = ctx.columns.len();
+    let mut builders = new_builders(ctx, range.len());
     let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
     let mut batch = FieldBatch::new(ncols);
     let mut part_rows = vec![0usize; nparts];
@@ -95,6 +138,7 @@ pub(crate) fn run(
         }
         let more = match scanner.next_batch(&mut batch, BATCH_ROWS) {
             Ok(more) => more,
+            Err(_) if ctx.ignore => return Err(TaskFailure::Careful(done_at)),
             // records before the broken one may hold an earlier (value) error
             Err(e) => {
                 return Err(first_value_error(ctx, &batch)
@@ -121,7 +165,7 @@ pub(crate) fn run(
                 } else {
                     b.append_fields(fields, &ctx.null)
                 };
-                appended.map_err(|e| earliest_error(ctx, &batch, e.index, c, e.error))?;
+                appended.map_err(|e| value_failure(ctx, &batch, e.index, c, e.error, done_at))?;
             }
             part_rows[0] += rows;
             if track_rows {
@@ -134,7 +178,7 @@ pub(crate) fn run(
             let key = ctx.key_column.expect("partitioned table has a key");
             let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
             kb.append_fields((0..rows).map(|r| field(&batch, data, r, key)), &ctx.null)
-                .map_err(|e| earliest_error(ctx, &batch, e.index, key, e.error))?;
+                .map_err(|e| value_failure(ctx, &batch, e.index, key, e.error, done_at))?;
             let key_array: ArrayRef = kb.finish();
             partition_ids(&key_array, nparts, &mut pids);
             if track_lines {
@@ -158,7 +202,7 @@ pub(crate) fn run(
                         b.append_fields(fields, &ctx.null)
                     };
                     appended.map_err(|e| {
-                        earliest_error(ctx, &batch, rows_p[e.index] as usize, c, e.error)
+                        value_failure(ctx, &batch, rows_p[e.index] as usize, c, e.error, done_at)
                     })?;
                 }
                 part_rows[p] += rows_p.len();
@@ -179,6 +223,34 @@ pub(crate) fn run(
             break;
         }
     }
+    finish(
+        ctx,
+        index,
+        &range,
+        start,
+        done_at,
+        builders,
+        &part_rows,
+        track_rows.then_some((row_starts, track_lines.then_some(row_lines))),
+    )
+}
+
+/// The task's output: the rest of the chunk's bytes counted as done, the allocation hints
+/// fed, the builders finished into buffers, and the rows' sites (`sites`: each buffer
+/// row's offset from the chunk start and, for a streamed input, its line ends since it).
+#[allow(clippy::too_many_arguments)]
+#[allow(clippy::type_complexity)]
+fn finish(
+    ctx: &LoadCtx<'_>,
+    index: usize,
+    range: &Range<usize>,
+    start: usize,
+    done_at: usize,
+    builders: Vec<Vec<ColumnBuilder>>,
+    part_rows: &[usize],
+    sites: Option<(Vec<Vec<u32>>, Option<Vec<Vec<u32>>>)>,
+) -> Result<Buffers, TaskFailure> {
+    let ncols = ctx.columns.len();
     // the bytes of the chunk before its first record belong to the previous task's widow
     ctx.ctl.bytes_done.fetch_add(
         (range.end.saturating_sub(done_at)).min(range.len()) as u64,
@@ -188,10 +260,10 @@ pub(crate) fn run(
         .map(|c| builders.iter().map(|bs| bs[c].value_bytes()).sum())
         .collect();
     ctx.hints
-        .record(done_at.saturating_sub(start), &part_rows, &str_bytes);
+        .record(done_at.saturating_sub(start), part_rows, &str_bytes);
     let buffers: Vec<Option<RecordBatch>> = builders
         .into_iter()
-        .zip(&part_rows)
+        .zip(part_rows)
         .map(|(mut bs, &n)| {
             (n > 0).then(|| {
                 let arrays: Vec<ArrayRef> = bs.iter_mut().map(ColumnBuilder::finish).collect();
@@ -199,16 +271,234 @@ pub(crate) fn run(
             })
         })
         .collect();
-    let sites = if track_rows {
-        Sites::Chunk {
+    let sites = match sites {
+        Some((row_starts, row_lines)) => Sites::Chunk {
             start: ctx.origin.byte + range.start as u64,
             offsets: row_starts,
-            lines: track_lines.then(|| (ctx.origin.lines + ctx.chunk_lines[index], row_lines)),
-        }
-    } else {
-        Sites::None
+            lines: row_lines.map(|l| (ctx.origin.lines + ctx.chunk_lines[index], l)),
+        },
+        None => Sites::None,
     };
     Ok((buffers, sites))
+}
+
+/// The careful path of a chunk (ON_ERROR ignore), taken when the fast path met a bad
+/// record: the chunk is scanned again batch by batch; each column of a batch is first
+/// deserialized into a scratch builder to find the records with an invalid value, and only
+/// the other records are appended; a broken record is noted and the scan goes on after it
+/// (where [`crate::reject::record_end`] ends it). Every rejected record is noted in
+/// `ctx.rejects`. `done_at`: the chunk's bytes are counted as done up to there.
+#[cold]
+#[inline(never)]
+fn careful(
+    ctx: &LoadCtx<'_>,
+    index: usize,
+    range: Range<usize>,
+    start: usize,
+    mut done_at: usize,
+) -> Result<Buffers, TaskFailure> {
+    let data = ctx.data;
+    let ncols = ctx.columns.len();
+    let mut builders = new_builders(ctx, range.len());
+    let track_rows = ctx.sink.wants_sites();
+    let mut rows = GoodRows {
+        part_rows: vec![0; ctx.partitions],
+        row_starts: vec![Vec::new(); ctx.partitions],
+        row_lines: (track_rows && !ctx.origin.whole).then(|| vec![Vec::new(); ctx.partitions]),
+        track_rows,
+        chunk_start: range.start,
+        line_pos: range.start,
+        line_count: 0,
+    };
+    let mut rejects = ChunkRejects::new(range.start, ctx.room);
+    let mut batch = FieldBatch::new(ncols);
+    let mut good: Vec<u32> = Vec::new();
+    let mut progress = |pos: usize| {
+        let pos = pos.min(data.len());
+        if pos > done_at {
+            ctx.ctl
+                .bytes_done
+                .fetch_add((pos - done_at) as u64, Relaxed);
+            done_at = pos;
+        }
+    };
+    let mut from = start;
+    'records: while from < range.end {
+        let mut scanner = Scanner::new(&ctx.scan, data, from, range.end, ncols);
+        loop {
+            if ctx.ctl.cancel.load(Relaxed) || ctx.failed.load(Relaxed) < index || ctx.sink.failed()
+            {
+                return Err(TaskFailure::Abandoned);
+            }
+            let scanned = scanner.next_batch(&mut batch, BATCH_ROWS);
+            // the records in the batch are whole ones, before a broken one if any
+            good_rows(ctx, &batch, &mut rejects, &mut good);
+            rows.append(ctx, &batch, &good, &mut builders)?;
+            match scanned {
+                Ok(more) => {
+                    progress(scanner.position());
+                    if !more {
+                        break 'records;
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind,
+                        ScanErrorKind::QuotedRecordDelimiter | ScanErrorKind::RecordTooLarge
+                    ) =>
+                {
+                    // not a bad record but a load that cannot go on: MODE fast met a quoted
+                    // record delimiter, or a record too large for wireload
+                    return Err(ctx.scan_error(e).into());
+                }
+                Err(e) => {
+                    from = ctx.reject_broken(&mut rejects, e);
+                    progress(from);
+                    continue 'records;
+                }
+            }
+        }
+    }
+    ctx.rejects
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add(index, rejects);
+    let GoodRows {
+        part_rows,
+        row_starts,
+        row_lines,
+        ..
+    } = rows;
+    finish(
+        ctx,
+        index,
+        &range,
+        start,
+        done_at,
+        builders,
+        &part_rows,
+        track_rows.then_some((row_starts, row_lines)),
+    )
+}
+
+/// The rows of `batch` whose every field is valid, into `good`; the others are noted in
+/// `rejects` (each with its first invalid field), in input order.
+fn good_rows(
+    ctx: &LoadCtx<'_>,
+    batch: &FieldBatch,
+    rejects: &mut ChunkRejects,
+    good: &mut Vec<u32>,
+) {
+    let n = batch.rows();
+    // the first invalid column of each bad row, with its error
+    let mut bad: Vec<(usize, usize, wireload_types::ValueError)> = Vec::new();
+    let mut is_bad = vec![false; n];
+    for (c, column) in ctx.columns.iter().enumerate() {
+        let mut from = 0;
+        while from < n {
+            let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+            match b.append_fields((from..n).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
+                Ok(()) => break,
+                Err(e) => {
+                    let r = from + e.index;
+                    if !is_bad[r] {
+                        is_bad[r] = true;
+                        bad.push((r, c, e.error));
+                    }
+                    from = r + 1;
+                }
+            }
+        }
+    }
+    bad.sort_by_key(|&(r, _, _)| r);
+    good.clear();
+    let mut next_bad = bad.into_iter().peekable();
+    for r in 0..n {
+        match next_bad.next_if(|&(row, _, _)| row == r) {
+            Some((_, c, error)) => ctx.reject_value(rejects, batch, r, c, error),
+            None => good.push(r as u32),
+        }
+    }
+}
+
+/// The good rows of a chunk on the careful path: rows per partition and their sites.
+struct GoodRows {
+    part_rows: Vec<usize>,
+    row_starts: Vec<Vec<u32>>,
+    /// for a streamed input with sites: line ends from the chunk start per row
+    row_lines: Option<Vec<Vec<u32>>>,
+    track_rows: bool,
+    chunk_start: usize,
+    /// line ends counted from the chunk start up to `line_pos`
+    line_pos: usize,
+    line_count: u64,
+}
+
+impl GoodRows {
+    /// Appends the rows `rows` (valid ones) of `batch` to the partition builders.
+    fn append(
+        &mut self,
+        ctx: &LoadCtx<'_>,
+        batch: &FieldBatch,
+        rows: &[u32],
+        builders: &mut [Vec<ColumnBuilder>],
+    ) -> Result<(), TaskFailure> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let data = ctx.data;
+        let nparts = ctx.partitions;
+        let checked = |r: Result<(), wireload_types::FieldError>| {
+            r.map_err(|e| {
+                LoadError::Internal(format!("a value checked valid failed to load: {}", e.error))
+            })
+        };
+        // the partition of each row, and rows grouped by partition (in input order)
+        let mut pids = vec![0u32; rows.len()];
+        if nparts > 1 {
+            let key = ctx.key_column.expect("partitioned table has a key");
+            let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows.len(), 0);
+            checked(kb.append_fields(
+                rows.iter().map(|&r| field(batch, data, r as usize, key)),
+                &ctx.null,
+            ))?;
+            let key_array: ArrayRef = kb.finish();
+            partition_ids(&key_array, nparts, &mut pids);
+        }
+        let (mut order, mut bounds) = (Vec::new(), Vec::new());
+        group_rows(&pids, nparts, &mut order, &mut bounds);
+        if let Some(lines) = &mut self.row_lines {
+            for (&r, &p) in rows.iter().zip(&pids) {
+                let at = batch.row_start(r as usize);
+                self.line_count += line_ends(data, self.line_pos..at);
+                self.line_pos = at;
+                lines[p as usize].push(self.line_count as u32);
+            }
+        }
+        for p in 0..nparts {
+            let rows_p = &order[bounds[p]..bounds[p + 1]];
+            if rows_p.is_empty() {
+                continue;
+            }
+            for (c, b) in builders[p].iter_mut().enumerate() {
+                checked(
+                    b.append_fields(
+                        rows_p
+                            .iter()
+                            .map(|&i| field(batch, data, rows[i as usize] as usize, c)),
+                        &ctx.null,
+                    ),
+                )?;
+            }
+            self.part_rows[p] += rows_p.len();
+            if self.track_rows {
+                self.row_starts[p].extend(rows_p.iter().map(|&i| {
+                    (batch.row_start(rows[i as usize] as usize) - self.chunk_start) as u32
+                }));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The error of the first invalid field in input order (row by row, then column by column),

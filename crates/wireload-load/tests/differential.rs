@@ -95,6 +95,7 @@ fn all_varchar_loads_equal_csv_crate_for_every_chunk_size_and_thread_count() {
                 } else {
                     Schedule::Deferred
                 },
+                ..LoadOptions::default()
             };
             let report = common::load(&t, &data, &opts).unwrap();
             assert_eq!(report.rows as usize, expected.len());
