@@ -32,8 +32,8 @@ use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{CsvParse, Origin, Records};
 use crate::pipeline::{self, data_start};
 use crate::pool::install;
-use crate::reject::RejectLog;
 use crate::publish::{Appender, Sink, Sites};
+use crate::reject::RejectLog;
 use crate::source::{Input, Source};
 
 /// See [`crate::load_files`].

@@ -249,8 +249,15 @@ impl Connection {
         let ctl = LoadControl::default();
         let out = self
             .tracked(&ctl, self.session.execute_statement(statement, &ctl))
-            .await
-            .map_err(|e| sql_error(&e))?;
+            .await;
+        // what the statement noticed (columns re-planned wider, rejects not kept)
+        for notice in self.session.take_notices() {
+            let info = ErrorInfo::new("NOTICE".into(), "00000".into(), notice);
+            client
+                .send(PgWireBackendMessage::NoticeResponse(info.into()))
+                .await?;
+        }
+        let out = out.map_err(|e| sql_error(&e))?;
         Ok(match (tx, out) {
             (Some(TxStatement::Begin), StatementOutput::Done(tag)) => {
                 Response::TransactionStart(Tag::new(&tag))

@@ -11,7 +11,8 @@ use datafusion::sql::sqlparser::ast::Query;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_load::{Dialect, LoadOptions, MergeStrategy, ScanMode, Schedule};
+use wireload_load::{Dialect, LoadOptions, MergeStrategy, OnError, ScanMode, Schedule};
+use wireload_sniff::SniffOptions;
 use wireload_unload::ipc::IpcCompression;
 use wireload_unload::parquet::ParquetCompression;
 
@@ -31,6 +32,9 @@ pub struct CopyFrom {
     pub path: CopyPath,
     /// How to read it.
     pub format: InputFormat,
+    /// `AUTO`: detect what the options leave open (dialect, header) from the file, and
+    /// create the table from the column types inferred when it does not exist.
+    pub detect: Option<SniffOptions>,
 }
 
 /// Where a COPY reads or writes: a file of the database's machine, or the client's
@@ -136,6 +140,70 @@ impl OutputFormat {
     }
 }
 
+/// How `read_csv(...)` and `SELECT ... FROM 'file'` read: the load options, what the
+/// sniffer keeps, and the columns when given (`schema => 'a INT, b TEXT'`).
+#[derive(Debug, Clone, Default)]
+pub struct ReadSpec {
+    /// Dialect and policies of the load (the sniffer's dialect replaces what it detects).
+    pub options: LoadOptions,
+    /// The dialect options given, kept by the sniffer.
+    pub detect: SniffOptions,
+    /// The columns, when given: no type inference then.
+    pub schema: Option<wireload_types::TableSchema>,
+}
+
+/// The [`ReadSpec`] of `read_csv`'s named arguments (name lowercase, value as text; None:
+/// a flag without value): COPY's CSV options, plus DuckDB's names `delim`, `sep`,
+/// `nullstr`, `ignore_errors` and `schema`/`columns`.
+pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlError> {
+    let mut opts = OptionSet::default();
+    let mut schema = None;
+    for (name, value) in args {
+        let value = value.map(|text| OptionValue { text });
+        match name.as_str() {
+            "delim" | "sep" => opts.set("delimiter", value)?,
+            "nullstr" => opts.set("null", value)?,
+            "ignore_errors" => {
+                let on = match &value {
+                    Some(v) => parse_bool("IGNORE_ERRORS", &v.text)?,
+                    None => true,
+                };
+                let text = if on { "ignore" } else { "stop" };
+                opts.set("on_error", Some(OptionValue { text: text.into() }))?;
+            }
+            "schema" | "columns" => {
+                let Some(v) = value else {
+                    return Err(invalid(
+                        "read_csv: schema needs the columns, as 'a INT, b TEXT'",
+                    ));
+                };
+                schema = Some(
+                    wireload_types::sql::parse_columns(&v.text)
+                        .map_err(|e| invalid(&format!("read_csv schema: {e}")))?,
+                );
+            }
+            "auto_detect" => {}
+            "format" | "merge" | "chunk_size" | "engine" | "schedule" | "compression"
+            | "encoding" | "mode" | "auto" => {
+                return Err(invalid(&format!(
+                    "read_csv takes no {} argument",
+                    name.to_uppercase()
+                )));
+            }
+            other => opts.set(other, value)?,
+        }
+    }
+    let detect = opts.sniff_options()?;
+    let InputFormat::Csv { options, .. } = opts.into_input_format()? else {
+        return Err(SqlError::Internal("read_csv: not a CSV read".into()));
+    };
+    Ok(ReadSpec {
+        options,
+        detect,
+        schema,
+    })
+}
+
 /// Parses the rest of a COPY statement, after `COPY`.
 pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
     if p.consume_token(&Token::LParen) {
@@ -177,11 +245,13 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
         _ => return Err(SqlError::Syntax(expected("a quoted file path", &token))),
     };
     let opts = parse_options(p)?;
+    let detect = opts.detect()?;
     Ok(Statement::CopyFrom(CopyFrom {
         table,
         columns,
         path,
         format: opts.into_input_format()?,
+        detect,
     }))
 }
 
@@ -263,13 +333,19 @@ struct OptionSet {
     compression: Option<OptionValue>,
     engine: Option<OptionValue>,
     schedule: Option<OptionValue>,
+    auto: Option<OptionValue>,
+    on_error: Option<OptionValue>,
+    reject_limit: Option<OptionValue>,
 }
 
 const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
-     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE";
+     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE, AUTO, ON_ERROR, REJECT_LIMIT";
 
 /// Options that only CSV reads or writes.
-const CSV_OPTIONS: [&str; 9] = [
+const CSV_OPTIONS: [&str; 12] = [
+    "auto",
+    "on_error",
+    "reject_limit",
     "delimiter",
     "header",
     "null",
@@ -313,6 +389,9 @@ impl OptionSet {
             "compression" => &mut self.compression,
             "engine" => &mut self.engine,
             "schedule" => &mut self.schedule,
+            "auto" => &mut self.auto,
+            "on_error" => &mut self.on_error,
+            "reject_limit" => &mut self.reject_limit,
             "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(invalid(&format!(
@@ -322,7 +401,7 @@ impl OptionSet {
             }
         };
         let value = match (name, value) {
-            ("header", None) => OptionValue {
+            ("header" | "auto", None) => OptionValue {
                 text: "true".into(),
             },
             (_, Some(v)) => v,
@@ -510,6 +589,11 @@ impl OptionSet {
                     "SCHEDULE",
                     "ENGINE gpu merges once, after the device has parsed everything",
                 ),
+                (
+                    &self.on_error,
+                    "ON_ERROR",
+                    "ENGINE gpu stops at the first bad record",
+                ),
             ] {
                 if given.is_some() {
                     return Err(invalid(&format!(
@@ -518,10 +602,13 @@ impl OptionSet {
                 }
             }
         }
+        let (on_error, reject_limit) = self.error_policy()?;
         let mut opts = LoadOptions {
             dialect: self.dialect()?,
             threads: self.threads()?,
             schedule,
+            on_error,
+            reject_limit,
             ..LoadOptions::default()
         };
         if let Some(m) = &self.mode {
@@ -551,9 +638,70 @@ impl OptionSet {
         })
     }
 
+    /// `AUTO`'s detection: None without it; with it, what the other options fix.
+    fn detect(&self) -> Result<Option<SniffOptions>, SqlError> {
+        match &self.auto {
+            Some(a) if parse_bool("AUTO", &a.text)? => {
+                if self.format()? != Format::Csv {
+                    return Err(invalid("COPY option AUTO applies to FORMAT csv only"));
+                }
+                self.sniff_options().map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The dialect options given, for the sniffer to keep (it detects the others).
+    fn sniff_options(&self) -> Result<SniffOptions, SqlError> {
+        let dialect = self.dialect()?;
+        Ok(SniffOptions {
+            delimiter: self.delimiter.is_some().then_some(dialect.delimiter),
+            quote: self.quote.is_some().then_some(dialect.quote),
+            escape: self.escape.is_some().then_some(dialect.escape),
+            header: self.header.is_some().then_some(dialect.header),
+            null: self.null.is_some().then(|| dialect.null.clone()),
+            ..SniffOptions::default()
+        })
+    }
+
+    /// `ON_ERROR stop|ignore` and `REJECT_LIMIT n` (PostgreSQL 17/18).
+    fn error_policy(&self) -> Result<(OnError, Option<u64>), SqlError> {
+        let on_error = match &self.on_error {
+            None => OnError::Stop,
+            Some(v) => v
+                .text
+                .parse::<OnError>()
+                .map_err(|e| invalid(&format!("COPY ON_ERROR: {e}")))?,
+        };
+        let limit = match &self.reject_limit {
+            None => None,
+            Some(v) => {
+                if on_error != OnError::Ignore {
+                    return Err(invalid("COPY REJECT_LIMIT requires ON_ERROR ignore"));
+                }
+                Some(
+                    v.text
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| {
+                            invalid(&format!(
+                                "COPY REJECT_LIMIT must be a positive integer, got {}",
+                                v.text
+                            ))
+                        })?,
+                )
+            }
+        };
+        Ok((on_error, limit))
+    }
+
     fn into_output_format(self) -> Result<OutputFormat, SqlError> {
         let format = self.format()?;
         for (given, name) in [
+            (&self.auto, "AUTO"),
+            (&self.on_error, "ON_ERROR"),
+            (&self.reject_limit, "REJECT_LIMIT"),
             (&self.mode, "MODE"),
             (&self.merge, "MERGE"),
             (&self.chunk_size, "CHUNK_SIZE"),
@@ -775,6 +923,7 @@ mod tests {
                 columns,
                 path,
                 format: InputFormat::Csv { options, engine },
+                ..
             }) => Ok(CsvFrom {
                 table,
                 columns,

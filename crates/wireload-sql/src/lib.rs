@@ -28,6 +28,7 @@ mod dialect;
 mod dml;
 mod error;
 mod export;
+mod files;
 mod keyed;
 mod limits;
 mod parse;
@@ -58,13 +59,16 @@ use wireload_query::CatalogSchema;
 use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVersion};
 use wireload_unload::export::Export as ExportFiles;
 
-pub use copy::{CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat};
+pub use copy::{
+    CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat, ReadSpec, read_spec,
+};
 /// Parameter values of prepared statements ([`Database::execute_prepared`]).
 pub use datafusion::common::ScalarValue;
 pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
 pub use dml::{ConflictTarget, CreateTableAs, DoUpdate, OnConflict, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
+pub use files::{InferredLoad, load_inferred, sniff_file, sniff_source, sources_of, table_name_of};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
 pub use settings::{Setting, SettingStatement, Settings};
 pub use transaction::TxStatement;
@@ -207,6 +211,19 @@ pub struct Database {
     /// Whether writes that leave many deleted rows start a background compaction (shared
     /// by the sessions).
     auto_compaction: Arc<std::sync::atomic::AtomicBool>,
+    /// Notices of the statements run since [`Database::take_notices`] (columns re-planned).
+    notices: Mutex<Vec<String>>,
+    /// The records this session's loads rejected (`ON_ERROR ignore`), by load.
+    rejects: Mutex<RejectLog>,
+}
+
+/// The rejected records of a session's loads, as `wireload_rejects` shows them.
+#[derive(Debug, Default)]
+struct RejectLog {
+    /// The last load's number.
+    loads: u64,
+    /// (load number, record), in load order then input order.
+    records: Vec<(u64, wireload_load::Reject)>,
 }
 
 impl std::fmt::Debug for Database {
@@ -241,6 +258,8 @@ impl Database {
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
             auto_compaction: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            notices: Mutex::new(Vec::new()),
+            rejects: Mutex::new(RejectLog::default()),
         }
     }
 
@@ -258,6 +277,8 @@ impl Database {
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
             auto_compaction: Arc::clone(&self.auto_compaction),
+            notices: Mutex::new(Vec::new()),
+            rejects: Mutex::new(RejectLog::default()),
         }
     }
 
@@ -614,9 +635,13 @@ impl Database {
 
     async fn run_statement(
         &self,
-        statement: Statement,
+        mut statement: Statement,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
+        // files in FROM become temporary tables for this statement (dropped with `_files`)
+        let reads = files::extract(&mut statement, &|name| self.table(name).is_ok())?;
+        let _files = self.materialize(reads, ctl).await?;
+        self.mixed_case(&_files).apply(&mut statement);
         match statement {
             Statement::Setting(s) => Ok(self.setting(s)),
             Statement::Transaction(t) => self.transaction(t),
@@ -636,6 +661,133 @@ impl Database {
             Statement::Export(e) => self.export(e, ctl).await.map(StatementOutput::Done),
             Statement::Import(i) => self.import(i, ctl).await.map(StatementOutput::Done),
         }
+    }
+
+    /// Loads the files (and the rejects log) a statement reads into temporary tables,
+    /// registered until the returned guard drops.
+    async fn materialize(
+        &self,
+        reads: Vec<files::FileRead>,
+        ctl: &LoadControl,
+    ) -> Result<TempTables, SqlError> {
+        let mut temps = TempTables {
+            schema: Arc::clone(&self.schema),
+            tables: Vec::new(),
+        };
+        for read in reads {
+            let table = match read.source {
+                files::ReadSource::Rejects => Arc::new(self.rejects_table(&read.name)?),
+                files::ReadSource::Files(paths) => {
+                    let (name, spec, ctl2) = (read.name.clone(), read.spec, ctl.clone());
+                    let loaded = self
+                        .run_blocking(spec.options.threads, move || {
+                            let sources = files::sources_of(&paths)?;
+                            files::load_inferred(&name, &sources, &spec, &ctl2)
+                        })
+                        .await?;
+                    self.after_load(&loaded.report, &loaded.replanned);
+                    loaded.table
+                }
+            };
+            use datafusion::catalog::SchemaProvider;
+            self.schema.register_table(
+                read.name.clone(),
+                Arc::new(SnapshotTable::new(Arc::clone(&table))),
+            )?;
+            temps.tables.push(table);
+        }
+        Ok(temps)
+    }
+
+    /// The mixed-case column names of the tables a statement can read (the catalog's and
+    /// `temps`), for unquoted identifiers to resolve case-insensitively.
+    fn mixed_case(&self, temps: &TempTables) -> files::MixedCase {
+        let mut names = files::MixedCase::default();
+        for name in self.catalog.table_names() {
+            if let Some(t) = self.catalog.table(&name) {
+                names.add(&t.def().schema);
+            }
+        }
+        for t in &temps.tables {
+            names.add(&t.def().schema);
+        }
+        names
+    }
+
+    /// Records what a finished load rejected and the columns it re-planned.
+    fn after_load(&self, report: &LoadReport, replanned: &[String]) {
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(replanned.iter().cloned());
+        let mut log = self.rejects.lock().unwrap_or_else(|e| e.into_inner());
+        log.loads += 1;
+        let id = log.loads;
+        log.records
+            .extend(report.rejects.iter().map(|r| (id, r.clone())));
+        if report.rejected > report.rejects.len() as u64 {
+            self.notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!(
+                    "{} records were rejected; wireload_rejects keeps the first {}",
+                    report.rejected,
+                    report.rejects.len()
+                ));
+        }
+    }
+
+    /// The notices of the statements run since the last call (columns a load re-planned
+    /// wider, rejects not kept), oldest first.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// `wireload_rejects`: the records this session's loads rejected, as a table.
+    fn rejects_table(&self, name: &str) -> Result<Table, SqlError> {
+        use arrow::array::{ArrayRef, Int64Array, StringArray};
+        let log = self.rejects.lock().unwrap_or_else(|e| e.into_inner());
+        let def = TableDef::new(
+            name.to_string(),
+            files::rejects_schema(),
+            wireload_storage::Partitioning::Single,
+        )?;
+        let rows = &log.records;
+        let text = |f: &dyn Fn(&wireload_load::Reject) -> Option<String>| -> ArrayRef {
+            Arc::new(rows.iter().map(|(_, r)| f(r)).collect::<StringArray>())
+        };
+        let num = |f: &dyn Fn(u64, &wireload_load::Reject) -> u64| -> ArrayRef {
+            Arc::new(
+                rows.iter()
+                    .map(|(id, r)| i64::try_from(f(*id, r)).ok())
+                    .collect::<Int64Array>(),
+            )
+        };
+        let columns = vec![
+            num(&|id, _| id),
+            text(&|r| Some(r.file.clone())),
+            num(&|_, r| r.line),
+            num(&|_, r| r.byte_offset),
+            text(&|r| r.column_name.clone()),
+            text(&|r| Some(r.raw_line.clone())),
+            text(&|r| Some(r.error.clone())),
+        ];
+        drop(log);
+        let batch = RecordBatch::try_new(def.arrow_schema.clone(), columns)
+            .map_err(|e| SqlError::Internal(format!("wireload_rejects: {e}")))?;
+        let table = Table::new(def);
+        wireload_load::append_batches(
+            &table,
+            "wireload_rejects",
+            0,
+            vec![batch],
+            &LoadControl::default(),
+        )
+        .map_err(|error| SqlError::Load {
+            table: name.to_string(),
+            error,
+        })?;
+        Ok(table)
     }
 
     /// Creates the empty table `def`; with `if_not_exists` an existing table (or view) of
@@ -676,11 +828,13 @@ impl Database {
         let name = target.name().to_string();
         let ctl = ctl.clone();
         options.threads = Some(options.threads.unwrap_or(self.threads));
-        off_runtime(move || {
+        let report = off_runtime(move || {
             wireload_load::load_into(&target, &source, &options, &ctl)
                 .map_err(|error| SqlError::Load { table: name, error })
         })
-        .await
+        .await?;
+        self.after_load(&report, &[]);
+        Ok(report)
     }
 
     /// Loads the CSV `source` in `dialect` into table `table` on the GPU, off the async
@@ -1339,7 +1493,7 @@ impl Database {
 
     async fn copy_from(&self, copy: CopyFrom, ctl: &LoadControl) -> Result<LoadReport, SqlError> {
         let path = match &copy.path {
-            CopyPath::File(path) => PathBuf::from(path),
+            CopyPath::File(path) => path.clone(),
             CopyPath::Client => {
                 return Err(SqlError::NotSupported(
                     "COPY ... FROM STDIN reads the data a client sends after the statement: \
@@ -1348,22 +1502,150 @@ impl Database {
                 ));
             }
         };
+        if let Some(detect) = &copy.detect
+            && self.table(&copy.table).is_err()
+        {
+            return self
+                .copy_creating(copy.clone(), path, detect.clone(), ctl)
+                .await;
+        }
         let table = self.table(&copy.table)?;
         check_copy_columns(&table, copy.columns.as_deref())?;
         let (format, threads) = match copy.format {
-            InputFormat::Csv { options, engine } => {
-                return self
-                    .load_csv(&copy.table, Source::File(path), options, engine, ctl)
-                    .await;
+            InputFormat::Csv {
+                mut options,
+                engine,
+            } => {
+                let mut sources = files::sources_of(std::slice::from_ref(&path))?;
+                if let Some(detect) = &copy.detect {
+                    // AUTO into a table that exists: its columns, the file's dialect
+                    let first = sources.first().cloned();
+                    let detect = detect.clone();
+                    let sniffed = off_runtime(move || match first {
+                        Some(s) => files::sniff_source(&s, &detect).map(Some),
+                        None => Ok(None),
+                    })
+                    .await?;
+                    if let Some(sniffed) = sniffed {
+                        options.dialect = sniffed.dialect;
+                    }
+                }
+                if sources.len() == 1 {
+                    let source = sources.remove(0);
+                    return self
+                        .load_csv(&copy.table, source, options, engine, ctl)
+                        .await;
+                }
+                if engine == Engine::Gpu {
+                    return Err(SqlError::NotSupported(
+                        "COPY ... (ENGINE gpu) loads one file; name one file, or load many with ENGINE cpu"
+                            .into(),
+                    ));
+                }
+                return self.load_sources(&copy.table, sources, options, ctl).await;
             }
             InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
             InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),
         };
+        let path = PathBuf::from(path);
         let ctl = ctl.clone();
         self.run_blocking(threads, move || {
             unload::load_binary(&table, &path, format, &ctl)
         })
         .await
+    }
+
+    /// `COPY t FROM 'f' (AUTO)` into a table that does not exist: the table is created
+    /// with the columns inferred from the file (the header's names, spelling kept) and
+    /// attached once it is filled.
+    async fn copy_creating(
+        &self,
+        copy: CopyFrom,
+        path: String,
+        detect: wireload_sniff::SniffOptions,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        if self.in_transaction() {
+            return Err(SqlError::NotSupported(
+                "COPY ... (AUTO) creating a table is not supported inside a transaction yet".into(),
+            ));
+        }
+        let InputFormat::Csv { options, engine } = copy.format else {
+            return Err(SqlError::InvalidOption(
+                "COPY option AUTO applies to FORMAT csv only".into(),
+            ));
+        };
+        if engine == Engine::Gpu {
+            return Err(SqlError::NotSupported(
+                "COPY ... (AUTO) creating a table runs on ENGINE cpu".into(),
+            ));
+        }
+        let schema = match &copy.columns {
+            Some(_) => {
+                return Err(SqlError::NotSupported(
+                    "COPY ... (AUTO) creating a table takes no column list: the columns come from the file"
+                        .into(),
+                ));
+            }
+            None => None,
+        };
+        let spec = ReadSpec {
+            options,
+            detect,
+            schema,
+        };
+        let sources = files::sources_of(std::slice::from_ref(&path))?;
+        self.create_from_sources(&copy.table, sources, spec, ctl)
+            .await
+    }
+
+    /// Creates table `name` from CSV `sources`: the dialect `spec` leaves open is detected,
+    /// the columns are `spec.schema` or inferred (a value the samples did not show widens
+    /// its column and the load runs again, with a notice); the table is attached once it
+    /// is filled, so no one sees it half made.
+    pub async fn create_from_sources(
+        &self,
+        name: &str,
+        sources: Vec<Source>,
+        spec: ReadSpec,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        if self.catalog.table(name).is_some() || self.schema.has_other(name) {
+            return Err(SqlError::Storage(StorageError::TableExists(
+                name.to_string(),
+            )));
+        }
+        let (table, ctl2) = (name.to_string(), ctl.clone());
+        let loaded = self
+            .run_blocking(spec.options.threads, move || {
+                files::load_inferred(&table, &sources, &spec, &ctl2)
+            })
+            .await?;
+        self.catalog.attach(vec![Arc::clone(&loaded.table)])?;
+        self.after_load(&loaded.report, &loaded.replanned);
+        Ok(loaded.report)
+    }
+
+    /// Loads many CSV `sources` into `table` in one atomic step: a bad record in any of
+    /// them leaves the table as it was.
+    pub async fn load_sources(
+        &self,
+        table: &str,
+        sources: Vec<Source>,
+        mut options: LoadOptions,
+        ctl: &LoadControl,
+    ) -> Result<LoadReport, SqlError> {
+        let target = self.table(table)?;
+        let name = target.name().to_string();
+        let ctl = ctl.clone();
+        options.threads = Some(options.threads.unwrap_or(self.threads));
+        let report = off_runtime(move || {
+            wireload_load::load_files(&target, &sources, &options, &ctl)
+                .map_err(|error| SqlError::Load { table: name, error })
+        })
+        .await?;
+        self.after_load(&report, &[]);
+        Ok(report)
     }
 
     /// Runs a `COPY ... FROM STDIN` (CSV) whose data the client streams as `source`: the
@@ -1687,6 +1969,21 @@ impl Database {
 }
 
 /// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.
+/// Temporary tables of one statement (files it reads), deregistered when dropped.
+struct TempTables {
+    schema: Arc<CatalogSchema>,
+    tables: Vec<Arc<Table>>,
+}
+
+impl Drop for TempTables {
+    fn drop(&mut self) {
+        use datafusion::catalog::SchemaProvider;
+        for t in &self.tables {
+            let _ = self.schema.deregister_table(t.name());
+        }
+    }
+}
+
 fn parameter_fields(plan: &LogicalPlan) -> Option<Vec<arrow::datatypes::FieldRef>> {
     let fields = plan.get_parameter_fields().ok()?;
     (1..=fields.len())

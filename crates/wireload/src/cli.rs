@@ -28,6 +28,9 @@ pub struct Cli {
 pub enum Command {
     /// Load CSV files into tables and run SQL over them, printing the last result.
     Sql(SqlArgs),
+    /// Infer a CSV file's dialect and column types and print the CREATE TABLE and COPY that
+    /// load it.
+    Sniff(SniffArgs),
     /// Generate TPC-H data and run the load-work-unload cycle: load, 22 queries, unload, reload.
     Demo(DemoArgs),
     /// Benchmarks with machine-readable results.
@@ -190,10 +193,13 @@ fn parse_table_arg(s: &str) -> Result<TableArg, String> {
 /// Flags of `wireload sql`.
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// Load the CSV file PATH into a new table NAME (repeatable); PATH `-` streams standard input.
-    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg, required = true)]
+    /// Load the CSV file PATH into a new table NAME (repeatable); PATH `-` streams standard
+    /// input, and a glob (`'dir/*.csv'`) loads every file it matches into one table.
+    #[arg(long = "table", value_name = "NAME=PATH", value_parser = parse_table_arg)]
     pub tables: Vec<TableArg>,
-    /// Column definitions, e.g. "id INT, name VARCHAR, d DATE": one for every table, or one per --table in order.
+    /// Column definitions, e.g. "id INT, name VARCHAR, d DATE": one for every table, or one
+    /// per table in order. Without it (and without --all-varchar) the dialect and the
+    /// column types are inferred from each file.
     #[arg(long = "schema", value_name = "COLUMNS")]
     pub schemas: Vec<String>,
     /// Make every column VARCHAR, named from the header (or column1..n without one).
@@ -223,18 +229,40 @@ pub struct SqlArgs {
     /// Chunk scan mode (--engine cpu only).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Skip bad records (loading the good ones) instead of failing the load; the skipped
+    /// ones are in the table wireload_rejects.
+    #[arg(long)]
+    pub ignore_errors: bool,
     /// The loader: the CPU loader (default) or the GPU loader.
     #[arg(long, value_enum)]
     pub engine: Option<EngineArg>,
     /// Output format of the result.
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
-    /// One or more `;`-separated SQL statements; the last one's result is printed.
-    #[arg(value_name = "SQL")]
-    pub sql: String,
+    /// CSV files to load, each into a table named after it (`data` for `dir/data.csv`),
+    /// then one or more `;`-separated SQL statements; the last statement's result is printed.
+    #[arg(value_name = "[FILE]... SQL", required = true, num_args = 1..)]
+    pub args: Vec<String>,
 }
 
 impl SqlArgs {
+    /// The SQL: the last positional argument.
+    pub fn sql(&self) -> &str {
+        self.args.last().map_or("", String::as_str)
+    }
+
+    /// The files given before the SQL, each as a table named after the file.
+    pub fn file_tables(&self) -> Vec<TableArg> {
+        let files = &self.args[..self.args.len().saturating_sub(1)];
+        files
+            .iter()
+            .map(|f| TableArg {
+                name: wireload_sql::table_name_of(f),
+                path: PathBuf::from(f),
+            })
+            .collect()
+    }
+
     /// `Some(true)` for --header, `Some(false)` for --no-header, `None` when neither was given.
     pub fn header_flag(&self) -> Option<bool> {
         if self.header {
@@ -245,6 +273,26 @@ impl SqlArgs {
             None
         }
     }
+}
+
+/// Flags of `wireload sniff`.
+#[derive(Debug, Args)]
+pub struct SniffArgs {
+    /// The CSV file (gzip and zstd are read through).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The table name the statements use (default: the file's name).
+    #[arg(long, value_name = "NAME")]
+    pub table: Option<String>,
+    /// Field delimiter, when known: one character, or \t for tab.
+    #[arg(long, value_name = "CHAR")]
+    pub delimiter: Option<String>,
+    /// The first line is a header (default: detected).
+    #[arg(long, overrides_with = "no_header")]
+    pub header: bool,
+    /// There is no header line (default: detected).
+    #[arg(long = "no-header", overrides_with = "header")]
+    pub no_header: bool,
 }
 
 /// Flags of `wireload demo`.
@@ -470,7 +518,15 @@ mod tests {
         assert_eq!(args.header_flag(), Some(true));
         assert_eq!(args.format, OutputFormat::Json);
         assert_eq!(args.engine, Some(EngineArg::Gpu));
-        assert_eq!(args.sql, "select 1");
+        assert_eq!(args.sql(), "select 1");
+        assert!(args.file_tables().is_empty());
+        let cli = parse(&["sql", "dir/Data-1.csv", "x.csv.gz", "select 2"]).unwrap();
+        let Some(Command::Sql(args)) = cli.command else {
+            panic!("not sql")
+        };
+        assert_eq!(args.sql(), "select 2");
+        let names: Vec<String> = args.file_tables().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["Data_1", "x"]);
     }
 
     #[test]

@@ -99,6 +99,36 @@ impl Engine {
         })
     }
 
+    /// Creates table `name` from CSV `sources` with the columns and dialect `spec` gives or
+    /// the files show (see [`Database::create_from_sources`]); Ctrl-C cancels it.
+    pub fn create_from_sources(
+        &self,
+        name: &str,
+        sources: Vec<Source>,
+        spec: wireload_sql::ReadSpec,
+    ) -> Result<LoadReport> {
+        self.interruptible(|db, ctl| async move {
+            db.create_from_sources(name, sources, spec, &ctl).await
+        })
+    }
+
+    /// Loads many CSV `sources` into `table` as one load; Ctrl-C cancels it.
+    pub fn load_many(
+        &self,
+        table: &str,
+        sources: Vec<Source>,
+        options: LoadOptions,
+    ) -> Result<LoadReport> {
+        self.interruptible(
+            |db, ctl| async move { db.load_sources(table, sources, options, &ctl).await },
+        )
+    }
+
+    /// The notices of the statements run since the last call.
+    pub fn take_notices(&self) -> Vec<String> {
+        self.db.take_notices()
+    }
+
     /// Runs `work` on the runtime with a fresh load control, a progress bar, and Ctrl-C.
     fn interruptible<'a, T, F>(
         &'a self,

@@ -58,6 +58,7 @@ fn run(cli: Cli) -> Result<()> {
             bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
         }
         Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
+        Some(Command::Sniff(args)) => oneshot::sniff(args),
         Some(Command::Serve(args)) => serve::run(args, threads),
         Some(Command::Push(args)) => push::run(args, threads.unwrap_or_else(all_cores)),
         None => {

@@ -2,12 +2,13 @@
 //! statements, print the last result.
 
 use anyhow::{Context, Result, bail};
-use wireload_load::{Dialect, LoadOptions, ScanMode, Source};
-use wireload_sql::StatementOutput;
+use wireload_load::{Dialect, LoadOptions, OnError, ScanMode, Source};
+use wireload_sniff::SniffOptions;
+use wireload_sql::{ReadSpec, StatementOutput};
 use wireload_storage::{Compression, Partitioning, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
-use crate::cli::{EngineArg, ModeArg, SqlArgs};
+use crate::cli::{EngineArg, ModeArg, SniffArgs, SqlArgs, TableArg};
 use crate::engine::{Engine, Loader};
 use crate::output::Printer;
 
@@ -69,17 +70,21 @@ pub fn table_name(name: &str) -> String {
 
 /// The definition of each table: the --schema lists (columns and constraints, as inside a
 /// CREATE TABLE's parentheses; one for all tables, or one per table), or VARCHAR columns
-/// named after each file's header.
-fn definitions(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableDef>> {
+/// named after each file's header; None: inferred from the files.
+fn definitions(
+    args: &SqlArgs,
+    tables: &[TableArg],
+    dialect: &Dialect,
+) -> Result<Option<Vec<TableDef>>> {
     if args.all_varchar {
-        return args
-            .tables
+        return tables
             .iter()
             .map(|t| {
                 if t.path.as_os_str() == "-" {
                     bail!("--all-varchar needs a file to read the header from, not standard input");
                 }
-                let names = wireload_load::header_names(&Source::File(t.path.clone()), dialect)?;
+                let source = sources(&t.path)?.remove(0);
+                let names = wireload_load::header_names(&source, dialect)?;
                 let columns = wireload_load::unique_column_names(&names)
                     .into_iter()
                     .map(|name| ColumnDef {
@@ -95,31 +100,54 @@ fn definitions(args: &SqlArgs, dialect: &Dialect) -> Result<Vec<TableDef>> {
                 )
                 .with_context(|| format!("cannot create table {}", t.name))
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()
+            .map(Some);
     }
     let parse = |text: &String, table: &str| {
         wireload_sql::parse_table(&table_name(table), text)
             .with_context(|| format!("--schema \"{text}\""))
     };
     match args.schemas.len() {
-        0 => bail!(
-            "give the columns with --schema \"id INT, name VARCHAR, ...\", or use --all-varchar"
-        ),
-        1 => args
-            .tables
+        0 => Ok(None),
+        1 => tables
             .iter()
             .map(|t| parse(&args.schemas[0], &t.name))
-            .collect(),
-        n if n == args.tables.len() => args
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        n if n == tables.len() => args
             .schemas
             .iter()
-            .zip(&args.tables)
+            .zip(tables)
             .map(|(s, t)| parse(s, &t.name))
-            .collect(),
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
         n => bail!(
-            "{n} --schema flags for {} --table flags: give one for all tables or one per table",
-            args.tables.len()
+            "{n} --schema flags for {} tables: give one for all tables or one per table",
+            tables.len()
         ),
+    }
+}
+
+/// The sources of a path of the command line: `-` is standard input (streamed, never held
+/// whole), a glob is every file it matches, sorted.
+fn sources(path: &std::path::Path) -> Result<Vec<Source>> {
+    if path.as_os_str() == "-" {
+        return Ok(vec![Source::reader("<stdin>", std::io::stdin())]);
+    }
+    Ok(wireload_sql::sources_of(&[path
+        .to_string_lossy()
+        .into_owned()])?)
+}
+
+/// What the dialect flags fix, for the sniffer to keep.
+fn sniff_options(args: &SqlArgs, dialect: &Dialect) -> SniffOptions {
+    SniffOptions {
+        delimiter: args.delimiter.is_some().then_some(dialect.delimiter),
+        quote: args.quote.is_some().then_some(dialect.quote),
+        escape: (args.escape.is_some() || args.quote.is_some()).then_some(dialect.escape),
+        header: args.header_flag(),
+        null: args.null.is_some().then(|| dialect.null.clone()),
+        ..SniffOptions::default()
     }
 }
 
@@ -131,7 +159,7 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         table_row_limit: None,
     };
     let dialect = dialect(args)?;
-    let statements = wireload_sql::parse_script(&args.sql)?;
+    let statements = wireload_sql::parse_script(args.sql())?;
     if statements.is_empty() {
         bail!("no SQL statement given");
     }
@@ -140,6 +168,11 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         mode: match args.mode {
             Some(ModeArg::Fast) => ScanMode::Fast,
             Some(ModeArg::Safe) | None => ScanMode::Safe,
+        },
+        on_error: if args.ignore_errors {
+            OnError::Ignore
+        } else {
+            OnError::Stop
         },
         ..LoadOptions::default()
     };
@@ -151,35 +184,75 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                      newlines in quotes included"
                 );
             }
+            if args.ignore_errors {
+                bail!(
+                    "--ignore-errors applies to --engine cpu: --engine gpu stops at the first bad record"
+                );
+            }
             Loader::Gpu
         }
         Some(EngineArg::Cpu) | None => Loader::Cpu,
     };
-    for (table, def) in args.tables.iter().zip(definitions(args, &dialect)?) {
-        let def = match args.compression {
-            Some(c) => {
-                // the flag's storage for every column that named none of its own
-                let compression = def
-                    .compression
-                    .iter()
-                    .map(|&own| if own == Compression::Plain { c } else { own })
-                    .collect();
-                def.with_compression(compression)?
+    let mut tables = args.tables.clone();
+    tables.extend(args.file_tables());
+    match definitions(args, &tables, &dialect)? {
+        Some(defs) => {
+            for (table, def) in tables.iter().zip(defs) {
+                let def = match args.compression {
+                    Some(c) => {
+                        // the flag's storage for every column that named none of its own
+                        let compression = def
+                            .compression
+                            .iter()
+                            .map(|&own| if own == Compression::Plain { c } else { own })
+                            .collect();
+                        def.with_compression(compression)?
+                    }
+                    None => def,
+                };
+                let name = def.name.clone();
+                engine
+                    .create_table(def)
+                    .with_context(|| format!("cannot create table {}", table.name))?;
+                let mut sources = sources(&table.path)?;
+                let report = if sources.len() == 1 {
+                    engine.load(&name, sources.remove(0), options.clone(), loader)?
+                } else {
+                    if loader == Loader::Gpu {
+                        bail!(
+                            "--engine gpu loads one file per table, and {} matches {}",
+                            table.path.display(),
+                            sources.len()
+                        );
+                    }
+                    engine.load_many(&name, sources, options.clone())?
+                };
+                printer.summary(&report)?;
+                print_notices(engine);
             }
-            None => def,
-        };
-        let name = def.name.clone();
-        engine
-            .create_table(def)
-            .with_context(|| format!("cannot create table {}", table.name))?;
-        let source = if table.path.as_os_str() == "-" {
-            // standard input, streamed: never held whole
-            Source::reader("<stdin>", std::io::stdin())
-        } else {
-            Source::File(table.path.clone())
-        };
-        let report = engine.load(&name, source, options.clone(), loader)?;
-        printer.summary(&report)?;
+        }
+        None => {
+            if loader == Loader::Gpu {
+                bail!("--engine gpu needs the columns: give them with --schema");
+            }
+            if args.compression.is_some() {
+                bail!(
+                    "--compression applies with --schema or --all-varchar: inferred columns are stored plain"
+                );
+            }
+            for table in &tables {
+                let spec = ReadSpec {
+                    options: options.clone(),
+                    detect: sniff_options(args, &dialect),
+                    schema: None,
+                };
+                let report = engine
+                    .create_from_sources(&table_name(&table.name), sources(&table.path)?, spec)
+                    .with_context(|| format!("cannot load table {}", table.name))?;
+                printer.summary(&report)?;
+                print_notices(engine);
+            }
+        }
     }
     let mut last = None;
     for parsed in statements {
@@ -187,6 +260,7 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         if let StatementOutput::Loaded(report) = &output {
             printer.summary(report)?;
         }
+        print_notices(engine);
         last = Some(output);
     }
     match last {
@@ -194,6 +268,41 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
         Some(StatementOutput::Unloaded(summary)) => printer.summary(&summary)?,
         Some(output) => printer.print(&output)?,
     }
+    Ok(())
+}
+
+/// Prints the notices of the last statements on standard error.
+pub fn print_notices(engine: &Engine) {
+    for n in engine.take_notices() {
+        eprintln!("notice: {n}");
+    }
+}
+
+/// Runs `wireload sniff`: prints the CREATE TABLE and COPY statements that load the file.
+pub fn sniff(args: &SniffArgs) -> Result<()> {
+    let opts = SniffOptions {
+        delimiter: args
+            .delimiter
+            .as_deref()
+            .map(|d| one_byte("delimiter", d))
+            .transpose()?,
+        header: if args.header {
+            Some(true)
+        } else if args.no_header {
+            Some(false)
+        } else {
+            None
+        },
+        ..SniffOptions::default()
+    };
+    let sniffed = wireload_sql::sniff_file(&args.file, &opts)?;
+    let path = args.file.to_string_lossy();
+    let table = match &args.table {
+        Some(t) => table_name(t),
+        None => wireload_sql::table_name_of(&path),
+    };
+    println!("{};", sniffed.create_table_sql(&table));
+    println!("{};", sniffed.copy_sql(&table, &path));
     Ok(())
 }
 

@@ -1,0 +1,737 @@
+//! Files read without a table: `SELECT ... FROM 'f.csv'`, `read_csv(path | [paths], options)`,
+//! `COPY t FROM 'f' (AUTO)` and the CLI's file arguments. The dialect and the column types are
+//! inferred from samples of the file ([`wireload_sniff`]) unless given; a value the samples
+//! did not show re-plans its column wider and the load runs again, so the user gets the data
+//! and a notice of what changed instead of an error half way through.
+
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableAlias, TableFactor,
+    Value, VisitMut, VisitorMut,
+};
+use wireload_load::{Input, LoadControl, LoadError, LoadReport, Source};
+use wireload_sniff::{SniffOptions, Sniffed};
+use wireload_storage::{Partitioning, Table, TableDef};
+use wireload_types::{ColumnDef, TableSchema};
+
+use crate::copy::{ReadSpec, read_spec};
+use crate::error::SqlError;
+use crate::parse::Statement;
+
+/// Bytes of a streamed input (compressed, a pipe) the sniffer sees.
+const STREAM_SAMPLE: usize = 8 << 20;
+
+/// How many times a load re-plans columns before giving up (each re-plan widens one
+/// column, so a table of n columns needs at most a few per column).
+const MAX_REPLANS: usize = 64;
+
+/// What a temporary table of a statement holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ReadSource {
+    /// These paths or glob patterns, as written.
+    Files(Vec<String>),
+    /// The records the session's loads rejected (`wireload_rejects`).
+    Rejects,
+}
+
+/// The name of the table of rejected records.
+pub(crate) const REJECTS: &str = "wireload_rejects";
+
+/// The columns of `wireload_rejects`.
+pub(crate) fn rejects_schema() -> TableSchema {
+    use wireload_types::SqlType;
+    let col = |name: &str, ty: SqlType| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable: true,
+    };
+    TableSchema {
+        columns: vec![
+            col("load_id", SqlType::BigInt),
+            col("file", SqlType::Text),
+            col("line", SqlType::BigInt),
+            col("byte_offset", SqlType::BigInt),
+            col("column_name", SqlType::Text),
+            col("raw_line", SqlType::Text),
+            col("error", SqlType::Text),
+        ],
+    }
+}
+
+/// A file reference of a statement: what to load, and the temporary name it became.
+#[derive(Debug, Clone)]
+pub(crate) struct FileRead {
+    /// What to load.
+    pub source: ReadSource,
+    /// How to read them.
+    pub spec: ReadSpec,
+    /// The temporary table's name in the rewritten statement.
+    pub name: String,
+}
+
+/// Numbers the temporary tables of file references.
+static NEXT_FILE: AtomicU64 = AtomicU64::new(1);
+
+/// Replaces the file references of `statement` (`'f.csv'` and `read_csv(...)` in FROM, and
+/// `wireload_rejects` unless `is_table` says a table has that name) with the names of
+/// temporary tables; returns what each must hold.
+pub(crate) fn extract(
+    statement: &mut Statement,
+    is_table: &dyn Fn(&str) -> bool,
+) -> Result<Vec<FileRead>, SqlError> {
+    let mut finder = Finder {
+        found: Vec::new(),
+        is_table,
+    };
+    let flow = match statement {
+        Statement::Query(q) => visit_df(q, &mut finder),
+        Statement::CreateTableAs(c) => c.query.visit(&mut finder),
+        Statement::Write(w) => visit_df(&mut w.statement, &mut finder),
+        Statement::CopyTo(c) => match &mut c.source {
+            crate::copy::CopySource::Query(q) => q.visit(&mut finder),
+            crate::copy::CopySource::Table { .. } => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    };
+    match flow {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(finder.found),
+    }
+}
+
+fn visit_df(statement: &mut DfStatement, v: &mut Finder<'_>) -> ControlFlow<SqlError> {
+    match statement {
+        DfStatement::Statement(s) => s.visit(v),
+        DfStatement::Explain(e) => visit_df(&mut e.statement, v),
+        _ => ControlFlow::Continue(()),
+    }
+}
+
+/// Collects file references, renaming them as it goes.
+struct Finder<'a> {
+    found: Vec<FileRead>,
+    is_table: &'a dyn Fn(&str) -> bool,
+}
+
+impl VisitorMut for Finder<'_> {
+    type Break = SqlError;
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<SqlError> {
+        let TableFactor::Table {
+            name, alias, args, ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
+        let read = match (single_ident(name), args.as_ref()) {
+            (Some(id), None) if id.quote_style == Some('\'') => Ok(Some((
+                ReadSource::Files(vec![id.value.clone()]),
+                ReadSpec::default(),
+            ))),
+            (Some(id), None)
+                if id.quote_style.is_none()
+                    && id.value.eq_ignore_ascii_case(REJECTS)
+                    && !(self.is_table)(REJECTS) =>
+            {
+                Ok(Some((ReadSource::Rejects, ReadSpec::default())))
+            }
+            (Some(id), Some(a))
+                if id.quote_style.is_none()
+                    && (id.value.eq_ignore_ascii_case("read_csv")
+                        || id.value.eq_ignore_ascii_case("read_csv_auto")) =>
+            {
+                read_csv_args(&a.args).map(|(paths, spec)| Some((ReadSource::Files(paths), spec)))
+            }
+            _ => Ok(None),
+        };
+        let (source, spec) = match read {
+            Ok(Some(r)) => r,
+            Ok(None) => return ControlFlow::Continue(()),
+            Err(e) => return ControlFlow::Break(e),
+        };
+        let temp = format!("__file_{}", NEXT_FILE.fetch_add(1, Ordering::Relaxed));
+        if alias.is_none() {
+            // `SELECT data.x FROM 'data.csv'`: the table is named after the (first) file
+            let shown = match &source {
+                ReadSource::Files(paths) => table_name_of(&paths[0]),
+                ReadSource::Rejects => REJECTS.to_string(),
+            };
+            *alias = Some(TableAlias {
+                explicit: true,
+                name: Ident::with_quote('"', shown),
+                columns: Vec::new(),
+                at: None,
+            });
+        }
+        *name = ObjectName::from(vec![Ident::with_quote('"', temp.clone())]);
+        *args = None;
+        self.found.push(FileRead {
+            source,
+            spec,
+            name: temp,
+        });
+        ControlFlow::Continue(())
+    }
+}
+
+fn single_ident(name: &ObjectName) -> Option<&Ident> {
+    match name.0.as_slice() {
+        [ObjectNamePart::Identifier(id)] => Some(id),
+        _ => None,
+    }
+}
+
+/// The table name a file gets: its name without directories and extensions (`data` for
+/// `dir/data.csv.gz`), or `file` when nothing is left.
+pub fn table_name_of(path: &str) -> String {
+    let base = Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = base.split('.').next().unwrap_or_default();
+    let clean: String = stem
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+        .collect();
+    if clean.is_empty() || clean.chars().all(|c| c == '_') {
+        "file".into()
+    } else {
+        clean
+    }
+}
+
+/// `read_csv`'s arguments: the path (a string or a list of strings) first, then options
+/// as `name => value` (or `name = value`).
+fn read_csv_args(args: &[FunctionArg]) -> Result<(Vec<String>, ReadSpec), SqlError> {
+    let bad = |what: &str| SqlError::InvalidOption(format!("read_csv: {what}"));
+    let mut paths = None;
+    let mut named = Vec::new();
+    for arg in args {
+        match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) if paths.is_none() => {
+                paths = Some(match e {
+                    Expr::Array(a) => a
+                        .elem
+                        .iter()
+                        .map(|e| {
+                            string_of(e).ok_or_else(|| bad("the list of paths holds strings only"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                    e => vec![string_of(e).ok_or_else(|| {
+                        bad("the first argument is the path: a string or a list of strings")
+                    })?],
+                });
+            }
+            FunctionArg::Named { name, arg, .. }
+            | FunctionArg::ExprNamed {
+                name: Expr::Identifier(name),
+                arg,
+                ..
+            } => {
+                let FunctionArgExpr::Expr(e) = arg else {
+                    return Err(bad(&format!("{} needs a value", name.value)));
+                };
+                let value = value_text(e).ok_or_else(|| {
+                    bad(&format!(
+                        "the value of {} must be a constant (a string, number or boolean)",
+                        name.value
+                    ))
+                })?;
+                named.push((name.value.to_ascii_lowercase(), Some(value)));
+            }
+            _ => {
+                return Err(bad(
+                    "takes the path first, then options as name => value (delim => '|')",
+                ));
+            }
+        }
+    }
+    let paths = paths.ok_or_else(|| bad("the path is missing: read_csv('file.csv')"))?;
+    if paths.is_empty() {
+        return Err(bad("the list of paths is empty"));
+    }
+    Ok((paths, read_spec(named)?))
+}
+
+fn string_of(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn value_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s)
+            | Value::DoubleQuotedString(s)
+            | Value::EscapedStringLiteral(s) => Some(s.clone()),
+            Value::Number(n, _) => Some(n.to_string()),
+            Value::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        },
+        Expr::Identifier(id) => Some(id.value.clone()),
+        _ => None,
+    }
+}
+
+/// The sources of `paths` (glob patterns expanded, in order).
+pub fn sources_of(paths: &[String]) -> Result<Vec<Source>, SqlError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let files = wireload_load::expand_paths(p).map_err(|error| SqlError::Load {
+            table: p.clone(),
+            error,
+        })?;
+        out.extend(files.into_iter().map(Source::File));
+    }
+    Ok(out)
+}
+
+/// Infers the dialect and columns of `source` (the dialect options of `opts` kept): the
+/// whole of a mapped file is sampled, the first 8 MiB of a stream.
+pub fn sniff_source(source: &Source, opts: &SniffOptions) -> Result<Sniffed, SqlError> {
+    let name = source.name();
+    let load_err = |error: LoadError| SqlError::Load {
+        table: name.clone(),
+        error,
+    };
+    let sniffed = match source.open().map_err(load_err)? {
+        Input::Whole(whole) => wireload_sniff::sniff(whole.bytes(), opts),
+        Input::Stream(mut blocks) => {
+            let mut sample = Vec::new();
+            let mut ended = false;
+            while sample.len() < STREAM_SAMPLE {
+                match blocks.next_block().map_err(load_err)? {
+                    Some(b) => {
+                        sample.extend_from_slice(b.bytes());
+                        blocks.recycle(b);
+                    }
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                }
+            }
+            let opts = SniffOptions {
+                truncated: !ended,
+                ..opts.clone()
+            };
+            wireload_sniff::sniff(&sample, &opts)
+        }
+    };
+    sniffed.map_err(|e| SqlError::InvalidOption(format!("{name}: {e}")))
+}
+
+/// Infers the dialect and columns of the file at `path`.
+pub fn sniff_file(path: &Path, opts: &SniffOptions) -> Result<Sniffed, SqlError> {
+    sniff_source(&Source::File(PathBuf::from(path)), opts)
+}
+
+/// What a load of files with inferred columns did.
+#[derive(Debug)]
+pub struct InferredLoad {
+    /// The table, filled (not attached to a catalog).
+    pub table: Arc<Table>,
+    /// The load's report (of the last, successful run).
+    pub report: LoadReport,
+    /// Columns re-planned wider because of values the samples did not show, one line each.
+    pub replanned: Vec<String>,
+}
+
+/// Loads `sources` into a new table `name` whose columns are `spec.schema` or inferred
+/// from the first source, with the dialect `spec` gives or detected. A value that does not
+/// fit an inferred column widens that column and the load runs again (the failed run
+/// published nothing). Runs on the current rayon pool or `spec.options.threads`.
+pub fn load_inferred(
+    name: &str,
+    sources: &[Source],
+    spec: &ReadSpec,
+    ctl: &LoadControl,
+) -> Result<InferredLoad, SqlError> {
+    if sources.is_empty() {
+        return Err(SqlError::InvalidOption("no file to read".into()));
+    }
+    let rerunnable = sources.iter().all(is_regular_file);
+    let mut sources = sources.to_vec();
+    let sniffed = if is_regular_file(&sources[0]) {
+        sniff_source(&sources[0], &spec.detect)?
+    } else {
+        // a stream is read once: the sample is replayed in front of the rest
+        let (sample, ended, replay) = sample_stream(&sources[0])?;
+        sources[0] = replay;
+        let detect = SniffOptions {
+            truncated: !ended,
+            ..spec.detect.clone()
+        };
+        wireload_sniff::sniff(&sample, &detect)
+            .map_err(|e| SqlError::InvalidOption(format!("{}: {e}", sources[0].name())))?
+    };
+    let mut options = spec.options.clone();
+    options.dialect = sniffed.dialect.clone();
+    let (mut columns, inferred) = match &spec.schema {
+        Some(s) => (s.columns.clone(), false),
+        None => (sniffed.columns.clone(), true),
+    };
+    let mut replanned = Vec::new();
+    loop {
+        let def = TableDef::new(
+            name.to_string(),
+            TableSchema {
+                columns: columns.clone(),
+            },
+            Partitioning::Single,
+        )?;
+        let table = Arc::new(Table::new(def));
+        let error = match wireload_load::load_files(&table, &sources, &options, ctl) {
+            Ok(report) => {
+                return Ok(InferredLoad {
+                    table,
+                    report,
+                    replanned,
+                });
+            }
+            Err(e) => e,
+        };
+        let widened = match &error {
+            LoadError::Value { pos, text, .. }
+                if inferred && rerunnable && replanned.len() < MAX_REPLANS =>
+            {
+                pos.column
+                    .checked_sub(1)
+                    .filter(|&c| c < columns.len())
+                    .and_then(|c| {
+                        wireload_sniff::widen(&columns[c].ty, text.as_bytes()).map(|ty| (c, ty))
+                    })
+                    .map(|(c, ty)| (c, ty, pos.clone()))
+            }
+            _ => None,
+        };
+        let Some((c, ty, pos)) = widened else {
+            return Err(SqlError::Load {
+                table: name.to_string(),
+                error,
+            });
+        };
+        let col: &mut ColumnDef = &mut columns[c];
+        replanned.push(format!(
+            "column \"{}\" re-planned from {} to {}: {} line {} holds {:?}",
+            col.name,
+            col.ty,
+            ty,
+            pos.file,
+            pos.line,
+            text_of(&error)
+        ));
+        col.ty = ty;
+    }
+}
+
+/// True for a regular file (which a load can read again); false for a pipe or a stream.
+fn is_regular_file(source: &Source) -> bool {
+    match source {
+        Source::File(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+        _ => false,
+    }
+}
+
+/// The first bytes of the stream `source` (up to 8 MiB), whether they are all of it, and a
+/// source that streams them again, followed by the rest.
+fn sample_stream(source: &Source) -> Result<(Vec<u8>, bool, Source), SqlError> {
+    let name = source.name();
+    let load_err = |error: LoadError| SqlError::Load {
+        table: name.clone(),
+        error,
+    };
+    let mut blocks = match source.open().map_err(load_err)? {
+        Input::Stream(blocks) => blocks,
+        Input::Whole(whole) => {
+            let bytes = whole.bytes().to_vec();
+            let replay = Source::Bytes {
+                name: name.clone(),
+                data: bytes.clone().into(),
+            };
+            return Ok((bytes, true, replay));
+        }
+    };
+    let mut sample = Vec::new();
+    let mut ended = false;
+    while sample.len() < STREAM_SAMPLE {
+        match blocks.next_block().map_err(load_err)? {
+            Some(b) => {
+                sample.extend_from_slice(b.bytes());
+                blocks.recycle(b);
+            }
+            None => {
+                ended = true;
+                break;
+            }
+        }
+    }
+    let rest = BlockReader {
+        blocks: (!ended).then_some(blocks),
+        block: None,
+        at: 0,
+    };
+    let replay = Source::reader(
+        name.clone(),
+        std::io::Cursor::new(sample.clone()).chain(rest),
+    );
+    Ok((sample, ended, replay))
+}
+
+/// The rest of a stream's blocks as a reader.
+struct BlockReader {
+    blocks: Option<wireload_load::Blocks>,
+    block: Option<wireload_load::Block>,
+    at: usize,
+}
+
+impl std::io::Read for BlockReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if let Some(b) = &self.block {
+                let rest = &b.bytes()[self.at..];
+                if !rest.is_empty() {
+                    let n = rest.len().min(buf.len());
+                    buf[..n].copy_from_slice(&rest[..n]);
+                    self.at += n;
+                    return Ok(n);
+                }
+            }
+            let Some(blocks) = &mut self.blocks else {
+                return Ok(0);
+            };
+            if let Some(used) = self.block.take() {
+                blocks.recycle(used);
+            }
+            match blocks.next_block() {
+                Ok(Some(b)) => {
+                    self.block = Some(b);
+                    self.at = 0;
+                }
+                Ok(None) => {
+                    self.blocks = None;
+                    return Ok(0);
+                }
+                Err(e) => return Err(std::io::Error::other(e.to_string())),
+            }
+        }
+    }
+}
+
+fn text_of(error: &LoadError) -> &str {
+    match error {
+        LoadError::Value { text, .. } => text,
+        _ => "",
+    }
+}
+
+/// Column names that differ from their lower case, by lower case: an unquoted identifier
+/// that matches one case-insensitively (and matches no column exactly) means it.
+#[derive(Debug, Default)]
+pub(crate) struct MixedCase {
+    names: std::collections::HashMap<String, Option<String>>,
+    lower: std::collections::HashSet<String>,
+}
+
+impl MixedCase {
+    /// Adds the columns of `schema`.
+    pub(crate) fn add(&mut self, schema: &TableSchema) {
+        for c in &schema.columns {
+            let low = c.name.to_lowercase();
+            if low == c.name {
+                self.lower.insert(low);
+                continue;
+            }
+            let entry = self
+                .names
+                .entry(low)
+                .or_insert_with(|| Some(c.name.clone()));
+            if entry.as_deref() != Some(c.name.as_str()) {
+                // two spellings: ambiguous, leave identifiers as they are
+                *entry = None;
+            }
+        }
+    }
+
+    fn resolve(&self, ident: &Ident) -> Option<String> {
+        if ident.quote_style.is_some() {
+            return None;
+        }
+        let low = ident.value.to_lowercase();
+        if self.lower.contains(&low) {
+            return None;
+        }
+        self.names.get(&low).cloned().flatten()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Rewrites the unquoted identifiers of `statement` that name a mixed-case column
+    /// into quoted ones of its spelling (`Person` and `person` for a column "Person").
+    pub(crate) fn apply(&self, statement: &mut Statement) {
+        if self.is_empty() {
+            return;
+        }
+        let mut v = CaseFolder { names: self };
+        let _ = match statement {
+            Statement::Query(q) => fold_df(q, &mut v),
+            Statement::CreateTableAs(c) => c.query.visit(&mut v),
+            Statement::Write(w) => fold_df(&mut w.statement, &mut v),
+            Statement::CopyTo(c) => match &mut c.source {
+                crate::copy::CopySource::Query(q) => q.visit(&mut v),
+                crate::copy::CopySource::Table { .. } => ControlFlow::Continue(()),
+            },
+            _ => ControlFlow::Continue(()),
+        };
+    }
+}
+
+fn fold_df(statement: &mut DfStatement, v: &mut CaseFolder<'_>) -> ControlFlow<()> {
+    match statement {
+        DfStatement::Statement(s) => s.visit(v),
+        DfStatement::Explain(e) => fold_df(&mut e.statement, v),
+        _ => ControlFlow::Continue(()),
+    }
+}
+
+struct CaseFolder<'a> {
+    names: &'a MixedCase,
+}
+
+impl VisitorMut for CaseFolder<'_> {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Identifier(id) => {
+                if let Some(name) = self.names.resolve(id) {
+                    *id = Ident::with_quote('"', name);
+                }
+            }
+            Expr::CompoundIdentifier(parts) => {
+                if let Some(last) = parts.last_mut()
+                    && let Some(name) = self.names.resolve(last)
+                {
+                    *last = Ident::with_quote('"', name);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_of_files() {
+        assert_eq!(table_name_of("dir/data.csv"), "data");
+        assert_eq!(table_name_of("dir/sales-2024.csv.gz"), "sales_2024");
+        assert_eq!(table_name_of("/x/.csv"), "file");
+        assert_eq!(table_name_of("Person.CSV"), "Person");
+    }
+
+    fn rewrite(sql: &str, columns: &[&str]) -> String {
+        let mut m = MixedCase::default();
+        m.add(&TableSchema {
+            columns: columns
+                .iter()
+                .map(|n| ColumnDef {
+                    name: n.to_string(),
+                    ty: wireload_types::SqlType::Text,
+                    nullable: true,
+                })
+                .collect(),
+        });
+        let mut s = crate::parse::parse_script(sql).unwrap().remove(0).statement;
+        m.apply(&mut s);
+        match s {
+            Statement::Query(q) => q.to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn mixed_case_columns_resolve_case_insensitively() {
+        assert_eq!(
+            rewrite(
+                "SELECT Person, PERSON, t.person, age FROM t",
+                &["Person", "age"]
+            ),
+            "SELECT \"Person\", \"Person\", t.\"Person\", age FROM t"
+        );
+        // quoted identifiers stay exact; a lower-case column wins over a mixed-case one
+        assert_eq!(
+            rewrite(
+                "SELECT \"person\", Name FROM t",
+                &["Person", "name", "Name"]
+            ),
+            "SELECT \"person\", Name FROM t"
+        );
+        // two spellings: ambiguous, left to DataFusion
+        assert_eq!(
+            rewrite("SELECT city FROM t", &["City", "CITY"]),
+            "SELECT city FROM t"
+        );
+    }
+
+    #[test]
+    fn file_references_become_temporary_tables() {
+        let mut s = crate::parse::parse_script(
+            "SELECT * FROM 'dir/data.csv' JOIN read_csv(['a.csv', 'b.csv'], delim => '|', header => true) r ON true",
+        )
+        .unwrap()
+        .remove(0)
+        .statement;
+        let found = extract(&mut s, &|_| false).unwrap();
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[0].source,
+            ReadSource::Files(vec!["dir/data.csv".into()])
+        );
+        assert_eq!(
+            found[1].source,
+            ReadSource::Files(vec!["a.csv".into(), "b.csv".into()])
+        );
+        assert_eq!(found[1].spec.detect.delimiter, Some(b'|'));
+        assert_eq!(found[1].spec.detect.header, Some(true));
+        assert_eq!(found[0].spec.detect.delimiter, None);
+        let Statement::Query(q) = s else { panic!() };
+        assert_eq!(
+            q.to_string(),
+            format!(
+                "SELECT * FROM \"{}\" AS \"data\" JOIN \"{}\" AS r ON true",
+                found[0].name, found[1].name
+            )
+        );
+    }
+
+    #[test]
+    fn read_csv_argument_errors() {
+        let err = |sql: &str| {
+            let mut s = crate::parse::parse_script(sql).unwrap().remove(0).statement;
+            extract(&mut s, &|_| false).unwrap_err().to_string()
+        };
+        assert!(err("SELECT * FROM read_csv()").contains("the path is missing"));
+        assert!(err("SELECT * FROM read_csv(42)").contains("the first argument is the path"));
+        assert!(
+            err("SELECT * FROM read_csv('a', bogus => 1)").contains("unknown COPY option BOGUS")
+        );
+        assert!(err("SELECT * FROM read_csv('a', format => 'csv')").contains("takes no FORMAT"));
+    }
+}

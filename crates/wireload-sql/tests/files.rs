@@ -1,0 +1,271 @@
+//! Files read without a table: `SELECT ... FROM 'f.csv'`, `read_csv(...)`, `CREATE TABLE AS`
+//! from a file, `COPY ... (AUTO)`, globs and compressed files, column types inferred and
+//! re-planned, mixed-case header names, error policies and `wireload_rejects`.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::{db, fail, query, run, srow};
+use wireload_sql::StatementOutput;
+
+fn file(dir: &Path, name: &str, contents: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path.display().to_string()
+}
+
+fn gzip(dir: &Path, name: &str, contents: &str) -> String {
+    let path = dir.join(name);
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(contents.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    path.display().to_string()
+}
+
+const PEOPLE: &str = "Person,Age,Born,Score\n\
+                      alice,30,1994-03-01,1.5\n\
+                      bob,41,1983-11-20,2\n\
+                      \"carol, jr\",,2001-07-04,\n";
+
+/// The Arrow type of each column of `sql`'s result, via `arrow_typeof` on its first row.
+async fn types(db: &wireload_sql::Database, table: &str, columns: &[&str]) -> Vec<String> {
+    let list: Vec<String> = columns
+        .iter()
+        .map(|c| format!("arrow_typeof({c})"))
+        .collect();
+    let rows = query(
+        db,
+        &format!("SELECT {} FROM {table} LIMIT 1", list.join(", ")),
+    )
+    .await;
+    rows[0].iter().map(|v| v.clone().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn select_from_a_file_infers_the_dialect_and_the_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "people.csv", PEOPLE);
+    let db = db(2);
+    let rows = query(&db, &format!("SELECT * FROM '{f}' ORDER BY Age")).await;
+    assert_eq!(
+        rows,
+        vec![
+            srow(&["alice", "30", "1994-03-01", "1.5"]),
+            srow(&["bob", "41", "1983-11-20", "2.0"]),
+            vec![
+                Some("carol, jr".into()),
+                None,
+                Some("2001-07-04".into()),
+                None
+            ],
+        ]
+    );
+    // the table is named after the file; header names resolve case-insensitively
+    let t = types(
+        &db,
+        &format!("'{f}'"),
+        &["people.Person", "age", "BORN", "\"Score\""],
+    )
+    .await;
+    assert_eq!(t, ["Utf8", "Int64", "Date32", "Float64"]);
+    // the temporary table is gone after the statement
+    assert!(db.catalog().table_names().is_empty());
+}
+
+#[tokio::test]
+async fn read_csv_takes_copy_options_and_lists_of_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = file(dir.path(), "a.txt", "id|name\n1|x\n2|y\n");
+    let b = file(dir.path(), "b.txt", "id|name\n3|z\n");
+    let db = db(2);
+    let rows = query(
+        &db,
+        &format!("SELECT id, name FROM read_csv(['{a}', '{b}'], delim => '|', header => true)"),
+    )
+    .await;
+    assert_eq!(
+        rows,
+        vec![srow(&["1", "x"]), srow(&["2", "y"]), srow(&["3", "z"])]
+    );
+    // a glob, sorted by path; an explicit schema is taken as given
+    let glob = format!("{}/*.txt", dir.path().display());
+    let rows = query(
+        &db,
+        &format!(
+            "SELECT sum(id), max(name) FROM read_csv('{glob}', sep => '|', schema => 'id INT, name TEXT', header => true)"
+        ),
+    )
+    .await;
+    assert_eq!(rows, vec![srow(&["6", "z"])]);
+    let err = fail(
+        &db,
+        &format!(
+            "SELECT * FROM read_csv('{}/none*.csv')",
+            dir.path().display()
+        ),
+    )
+    .await;
+    assert!(err.contains("none*.csv"), "{err}");
+}
+
+#[tokio::test]
+async fn create_table_as_and_copy_auto_make_tables_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "people.csv", PEOPLE);
+    let db = db(2);
+    run(&db, &format!("CREATE TABLE p AS SELECT * FROM '{f}'"))
+        .await
+        .unwrap();
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM p").await,
+        vec![srow(&["3"])]
+    );
+    // COPY ... (AUTO) creates a missing table from the file
+    let out = run(&db, &format!("COPY q FROM '{f}' (AUTO)"))
+        .await
+        .unwrap();
+    assert!(matches!(&out[0], StatementOutput::Loaded(r) if r.rows == 3));
+    assert_eq!(types(&db, "q", &["person", "age"]).await, ["Utf8", "Int64"]);
+    // and into an existing table it detects the dialect only
+    let piped = file(
+        dir.path(),
+        "more.csv",
+        "Person|Age|Born|Score\ndan|5|2020-01-01|0.5\n",
+    );
+    run(&db, &format!("COPY q FROM '{piped}' WITH (AUTO)"))
+        .await
+        .unwrap();
+    assert_eq!(
+        query(&db, "SELECT person, age FROM q WHERE age < 10").await,
+        vec![srow(&["dan", "5"])]
+    );
+}
+
+#[tokio::test]
+async fn a_value_the_samples_missed_re_plans_its_column() {
+    let dir = tempfile::tempdir().unwrap();
+    // the first file decides the types; the second holds a value that does not fit
+    let a = file(dir.path(), "a.csv", "id,v\n1,10\n2,20\n");
+    let b = file(dir.path(), "b.csv", "id,v\n3,2.5\n4,n/a\n");
+    let db = db(2);
+    let rows = query(&db, &format!("SELECT id, v FROM read_csv(['{a}', '{b}'])")).await;
+    assert_eq!(
+        rows,
+        vec![
+            srow(&["1", "10"]),
+            srow(&["2", "20"]),
+            srow(&["3", "2.5"]),
+            srow(&["4", "n/a"])
+        ]
+    );
+    let notices = db.take_notices();
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(
+        notices[0].contains("column \"v\" re-planned from BIGINT to DOUBLE"),
+        "{notices:?}"
+    );
+    assert!(notices[1].contains("to TEXT"), "{notices:?}");
+    assert!(notices[1].contains("line 3"), "{notices:?}");
+}
+
+#[tokio::test]
+async fn compressed_files_load_as_the_plain_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = file(dir.path(), "people.csv", PEOPLE);
+    let gz = gzip(dir.path(), "people.csv.gz", PEOPLE);
+    let db = db(2);
+    let a = query(&db, &format!("SELECT * FROM '{plain}' ORDER BY 1")).await;
+    let b = query(&db, &format!("SELECT * FROM '{gz}' ORDER BY 1")).await;
+    assert_eq!(a, b);
+    run(
+        &db,
+        &format!(
+            "CREATE TABLE t (person TEXT, age INT, born DATE, score DOUBLE); \
+             COPY t FROM '{gz}' (HEADER)"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM t").await,
+        vec![srow(&["3"])]
+    );
+}
+
+#[tokio::test]
+async fn on_error_ignore_loads_the_good_rows_and_keeps_the_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(
+        dir.path(),
+        "bad.csv",
+        "id,amount\n1,10\nx,20\n3,30\n4,40,extra\n5,50\n",
+    );
+    let db = db(3);
+    run(&db, "CREATE TABLE t (id INT, amount INT)")
+        .await
+        .unwrap();
+    let err = fail(&db, &format!("COPY t FROM '{f}' (HEADER)")).await;
+    assert!(err.contains("line 3"), "{err}");
+    let out = run(&db, &format!("COPY t FROM '{f}' (HEADER, ON_ERROR ignore)"))
+        .await
+        .unwrap();
+    assert!(matches!(&out[0], StatementOutput::Loaded(r) if r.rows == 3 && r.rejected == 2));
+    assert_eq!(
+        query(&db, "SELECT id FROM t ORDER BY id").await,
+        vec![srow(&["1"]), srow(&["3"]), srow(&["5"])]
+    );
+    let rejects = query(
+        &db,
+        "SELECT load_id, line, byte_offset, column_name, raw_line FROM wireload_rejects ORDER BY line",
+    )
+    .await;
+    assert_eq!(
+        rejects,
+        vec![
+            srow(&["1", "3", "15", "id", "x,20"]),
+            vec![
+                Some("1".into()),
+                Some("5".into()),
+                Some("25".into()),
+                None,
+                Some("4,40,extra".into())
+            ],
+        ]
+    );
+    // REJECT_LIMIT: more rejects than allowed fail the load, which leaves the table as it was
+    let err = fail(
+        &db,
+        &format!("COPY t FROM '{f}' (HEADER, ON_ERROR ignore, REJECT_LIMIT 1)"),
+    )
+    .await;
+    assert!(err.contains("unchanged"), "{err}");
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM t").await,
+        vec![srow(&["3"])]
+    );
+    let err = fail(&db, &format!("COPY t FROM '{f}' (REJECT_LIMIT 1)")).await;
+    assert!(
+        err.contains("REJECT_LIMIT requires ON_ERROR ignore"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_file_with_a_header_loads_no_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = file(dir.path(), "empty.csv", "");
+    let header_only = file(dir.path(), "h.csv", "a,b\n");
+    let db = db(2);
+    run(&db, "CREATE TABLE t (a INT, b INT)").await.unwrap();
+    for f in [&empty, &header_only] {
+        let out = run(&db, &format!("COPY t FROM '{f}' (HEADER)"))
+            .await
+            .unwrap();
+        assert!(matches!(&out[0], StatementOutput::Loaded(r) if r.rows == 0));
+    }
+}
