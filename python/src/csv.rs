@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::Schema;
 use pyo3::prelude::*;
-use wireload_load::{Dialect, LoadControl, LoadOptions, Source};
-use wireload_storage::{Partitioning, Table, TableDef};
-use wireload_types::{ColumnDef, SqlType, TableSchema};
+use wireload_load::{Dialect, LoadControl, LoadOptions, OnError, Source};
+use wireload_sniff::SniffOptions;
+use wireload_storage::{Table, TableDef};
 
 use crate::arrow::ArrowResult;
-use crate::errors::{InternalError, NotSupportedError, ProgrammingError, load_error, sql_error};
+use crate::errors::{InternalError, ProgrammingError, load_error, sql_error};
 use crate::run::{Progress, run_cancellable};
 
 /// Inputs of at most this many bytes are memory-mapped by default, larger ones read in
@@ -24,8 +24,8 @@ const TABLE: &str = "read_csv";
 /// Loads CSV files into Arrow record batches (see `wireload.read_csv`).
 #[pyfunction]
 #[pyo3(signature = (
-    paths, schema=None, delimiter=",", quote=Some(String::from("\"")), escape=None,
-    header=true, null=String::new(), threads=None, columns=None, on_error="stop",
+    paths, schema=None, delimiter=None, quote=Some(String::from("\"")), escape=None,
+    header=None, null=String::new(), threads=None, columns=None, on_error="stop",
     progress=false, memory_map=None, block_bytes=None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -33,10 +33,10 @@ pub fn load_csv(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     schema: Option<String>,
-    delimiter: &str,
+    delimiter: Option<String>,
     quote: Option<String>,
     escape: Option<String>,
-    header: bool,
+    header: Option<bool>,
     null: String,
     threads: Option<usize>,
     columns: Option<Vec<String>>,
@@ -45,12 +45,9 @@ pub fn load_csv(
     memory_map: Option<bool>,
     block_bytes: Option<usize>,
 ) -> PyResult<ArrowResult> {
-    if !on_error.eq_ignore_ascii_case("stop") {
-        return Err(NotSupportedError::new_err(format!(
-            "on_error={on_error:?}: only \"stop\" (the load fails at the first bad row and \
-             returns nothing) is supported yet"
-        )));
-    }
+    let on_error = on_error
+        .parse::<OnError>()
+        .map_err(ProgrammingError::new_err)?;
     if paths.is_empty() {
         return Err(ProgrammingError::new_err(
             "read_csv needs at least one path",
@@ -60,38 +57,26 @@ pub fn load_csv(
         return Err(ProgrammingError::new_err("threads must be at least 1"));
     }
     let quote = quote.map(|q| one_byte("quote", &q)).transpose()?;
+    let delimiter = delimiter.map(|d| one_byte("delimiter", &d)).transpose()?;
     let dialect = Dialect {
-        delimiter: one_byte("delimiter", delimiter)?,
+        delimiter: delimiter.unwrap_or(b','),
         quote,
         // RFC 4180: a quote inside a quoted field is doubled
         escape: match escape {
             Some(e) => Some(one_byte("escape", &e)?),
             None => quote,
         },
-        header,
+        header: header.unwrap_or(true),
         null: null.into_bytes(),
     };
     dialect
         .validate()
         .map_err(|e| ProgrammingError::new_err(e.0))?;
-    let def = match schema {
-        Some(text) => wireload_sql::parse_table(TABLE, &text).map_err(|e| sql_error(py, &e))?,
-        // the first file with a record names the columns; files of nothing but line
-        // breaks are no table at all (no columns, no rows), as in pyarrow and DuckDB
-        None => match paths.iter().find(|p| has_record(p)) {
-            Some(first) => text_columns(py, first, &dialect)?,
-            None => return Ok(ArrowResult::new(Arc::new(Schema::empty()), Vec::new())),
-        },
-    };
-    let keep = match &columns {
-        Some(names) => Some(projection(&def, names)?),
-        None => None,
-    };
-    let table = Arc::new(Table::new(def));
     let options = LoadOptions {
         dialect,
         // None: rayon's global pool, one thread per core
         threads,
+        on_error,
         ..LoadOptions::default()
     };
     // the inputs' size (unknown sizes count as large: the load reports what is wrong)
@@ -102,43 +87,80 @@ pub fn load_csv(
     let bar = progress.then(|| Progress::new(Some(total)));
     // small files are mapped: blocks would serialize reading and parsing for little memory
     let small = total <= MAP_AT_MOST;
-    for path in &paths {
-        let ctl = LoadControl::default();
-        let (target, source, opts, c) = (
-            table.clone(),
-            source(py, path, memory_map.unwrap_or(small), block_bytes)?,
-            options.clone(),
-            ctl.clone(),
-        );
-        let report = run_cancellable(py, &ctl, bar.as_ref(), move || {
-            wireload_load::load_into(&target, &source, &opts, &c)
-        });
-        let report = match report {
-            Ok(r) => r,
-            Err(interrupt) => {
-                if let Some(b) = &bar {
-                    b.finish();
-                }
-                return Err(interrupt);
+    let sources = paths
+        .iter()
+        .map(|p| source(py, p, memory_map.unwrap_or(small), block_bytes))
+        .collect::<PyResult<Vec<_>>>()?;
+    let (table, rejected, first) = match schema {
+        Some(text) => {
+            let def =
+                wireload_sql::parse_table(TABLE, &text).map_err(|e| sql_error(py, &e))?;
+            let table = Arc::new(Table::new(def));
+            let (target, opts, ctl) = (table.clone(), options, LoadControl::default());
+            let c = ctl.clone();
+            let report = run_cancellable(py, &ctl, bar.as_ref(), move || {
+                wireload_load::load_files(&target, &sources, &opts, &c)
+            });
+            if let Some(b) = &bar {
+                b.finish();
             }
-        };
-        match report {
-            Ok(r) => {
-                if let Some(b) = &bar {
-                    b.file_done(r.bytes);
-                }
-            }
-            Err(e) => {
-                if let Some(b) = &bar {
-                    b.finish();
-                }
-                return Err(load_error(py, e, TABLE));
-            }
+            let report = report?.map_err(|e| load_error(py, e, TABLE))?;
+            (table, report.rejected, report.rejects.into_iter().next())
         }
+        None => {
+            // files of nothing but line breaks are no table at all (no columns, no rows), as
+            // in pyarrow and DuckDB
+            let sources: Vec<Source> = sources
+                .into_iter()
+                .zip(&paths)
+                .filter(|(_, p)| has_record(p))
+                .map(|(s, _)| s)
+                .collect();
+            if sources.is_empty() {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                return Ok(ArrowResult::new(Arc::new(Schema::empty()), Vec::new()));
+            }
+            let spec = wireload_sql::ReadSpec {
+                detect: SniffOptions {
+                    delimiter,
+                    quote: Some(quote),
+                    escape: Some(options.dialect.escape),
+                    header,
+                    null: Some(options.dialect.null.clone()),
+                    ..SniffOptions::default()
+                },
+                options,
+                schema: None,
+            };
+            let ctl = LoadControl::default();
+            let c = ctl.clone();
+            let loaded = run_cancellable(py, &ctl, bar.as_ref(), move || {
+                wireload_sql::load_inferred(TABLE, &sources, &spec, &c)
+            });
+            if let Some(b) = &bar {
+                b.finish();
+            }
+            let loaded = loaded?.map_err(|e| sql_error(py, &e))?;
+            for note in &loaded.replanned {
+                warn(py, note)?;
+            }
+            (
+                loaded.table,
+                loaded.report.rejected,
+                loaded.report.rejects.into_iter().next(),
+            )
+        }
+    };
+    if rejected > 0 {
+        let first = first.map_or(String::new(), |r| format!("; the first: {r}"));
+        warn(py, &format!("{rejected} rows were rejected{first}"))?;
     }
-    if let Some(b) = &bar {
-        b.finish();
-    }
+    let keep = match &columns {
+        Some(names) => Some(projection(table.def(), names)?),
+        None => None,
+    };
     let snapshot = table.snapshot();
     let batches = snapshot
         .live_chunks()
@@ -162,6 +184,14 @@ pub fn load_csv(
     })
 }
 
+/// Issues a Python `UserWarning` with `message`.
+fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    let text = std::ffi::CString::new(message.replace('\0', " "))
+        .map_err(|e| InternalError::new_err(e.to_string()))?;
+    PyErr::warn(py, &category, &text, 1)
+}
+
 /// The file at `path`, memory-mapped or streamed in blocks (the default: its pages are not
 /// held while the load runs, so the load's peak memory is the table's and a few blocks').
 /// `block_bytes` sizes the blocks (default [`wireload_load::BLOCK_BYTES`]).
@@ -171,7 +201,9 @@ fn source(
     memory_map: bool,
     block_bytes: Option<usize>,
 ) -> PyResult<Source> {
-    if memory_map {
+    if memory_map || compressed(path) {
+        // a compressed file is streamed through its decoder (its progress counts the
+        // compressed bytes)
         return Ok(Source::File(path.to_path_buf()));
     }
     let file = std::fs::File::open(path).map_err(|e| {
@@ -190,6 +222,15 @@ fn source(
             .unwrap_or(wireload_load::BLOCK_BYTES)
             .max(1 << 16),
     })
+}
+
+/// True when the file starts with the gzip or zstd magic bytes.
+fn compressed(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head.starts_with(&[0x1f, 0x8b]) || head == [0x28, 0xb5, 0x2f, 0xfd])
 }
 
 /// False when the file holds nothing but a BOM and line breaks (true when it cannot be
@@ -228,25 +269,6 @@ fn one_byte(what: &str, value: &str) -> PyResult<u8> {
             "{what} must be one ASCII character, got {value:?}"
         ))),
     }
-}
-
-/// A definition of TEXT columns named after the header of `path` (column1..N without one),
-/// for a `read_csv` without a schema.
-fn text_columns(py: Python<'_>, path: &std::path::Path, dialect: &Dialect) -> PyResult<TableDef> {
-    let names = wireload_load::header_names(&Source::File(path.to_path_buf()), dialect)
-        .map_err(|e| load_error(py, e, TABLE))?;
-    // an empty name (R's row-name column) is named after its position, a repeated one
-    // gets a suffix
-    let columns = wireload_load::unique_column_names(&names)
-        .into_iter()
-        .map(|name| ColumnDef {
-            name,
-            ty: SqlType::Text,
-            nullable: true,
-        })
-        .collect();
-    TableDef::new(TABLE, TableSchema { columns }, Partitioning::Single)
-        .map_err(|e| ProgrammingError::new_err(e.to_string()))
 }
 
 /// The positions of `names` among the columns of `def`, in the order given.

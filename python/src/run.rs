@@ -17,7 +17,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// Runs `work` on a thread of its own while the calling Python thread waits without the GIL.
 /// A signal handler that raises (Ctrl-C's KeyboardInterrupt) cancels the work through `ctl`;
 /// once the work has stopped, the exception is raised. `progress` draws a bar of
-/// `ctl`'s bytes on stderr, `done_before` bytes already loaded of `total`.
+/// `ctl`'s bytes on stderr.
 pub fn run_cancellable<T: Send + 'static>(
     py: Python<'_>,
     ctl: &LoadControl,
@@ -68,8 +68,6 @@ pub struct Progress {
     /// known.
     bar: ProgressBar,
     shown: std::cell::Cell<bool>,
-    /// Bytes of the files loaded before the current one.
-    done_before: std::cell::Cell<u64>,
 }
 
 impl Progress {
@@ -89,7 +87,6 @@ impl Progress {
             total,
             bar,
             shown: std::cell::Cell::new(false),
-            done_before: std::cell::Cell::new(0),
         }
     }
 
@@ -99,19 +96,13 @@ impl Progress {
             .total
             .unwrap_or_else(|| ctl.bytes_total.load(Ordering::Relaxed));
         self.bar
-            .set_position(self.done_before.get() + ctl.bytes_done.load(Ordering::Relaxed));
+            .set_position(ctl.bytes_done.load(Ordering::Relaxed));
         if total > 0 {
             self.bar.set_length(total);
             if !self.shown.replace(true) {
                 self.bar.set_draw_target(ProgressDrawTarget::stderr());
             }
         }
-    }
-
-    /// Marks a file of `bytes` as loaded.
-    pub fn file_done(&self, bytes: u64) {
-        self.done_before.set(self.done_before.get() + bytes);
-        self.bar.set_position(self.done_before.get());
     }
 
     /// Removes the bar.

@@ -206,16 +206,26 @@ def test_duplicate_key_is_an_integrity_error(con):
     assert con.execute("SELECT v FROM k").fetchall() == [("a",)]
 
 
-@pytest.mark.parametrize("mode", ["ignore", "skip", "null"])
-def test_on_error_other_than_stop_is_not_supported(tmp_path, mode):
+@pytest.mark.parametrize("mode", ["skip", "null"])
+def test_unknown_on_error_policies_are_refused(tmp_path, mode):
     path = tmp_path / "ok.csv"
     path.write_text("id,name,d\n1,a,2024-01-01\n")
-    with pytest.raises(wireload.NotSupportedError):
+    with pytest.raises(wireload.ProgrammingError, match="stop or ignore"):
         wireload.read_csv(path, schema=SCHEMA, on_error=mode)
-    with pytest.raises(wireload.NotSupportedError):
+    with pytest.raises(wireload.ProgrammingError, match="stop or ignore"):
         wireload.load_csv(path, schema=SCHEMA, on_error=mode)
     # "stop" is the default and works
     assert wireload.read_csv(path, schema=SCHEMA, on_error="stop").num_rows == 1
+
+
+def test_on_error_ignore_loads_the_good_rows_and_warns(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("id,name,d\n1,a,2024-01-01\nx,b,2024-01-02\n3,c,2024-13-01\n4,d,2024-01-04\n")
+    with pytest.raises(wireload.DataError):
+        wireload.read_csv(path, schema=SCHEMA)
+    with pytest.warns(UserWarning, match=r"2 rows were rejected; the first: .*bad.csv: line 3, column 1 \(id\), byte 25"):
+        table = wireload.read_csv(path, schema=SCHEMA, on_error="ignore")
+    assert table.column("id").to_pylist() == [1, 4]
 
 
 def test_missing_file_is_an_error_not_a_crash(tmp_path):

@@ -224,10 +224,10 @@ def _schema_sql(schema: Schema) -> Optional[str]:
 def load_csv(
     path_or_paths: PathLike | Sequence[PathLike],
     schema: Schema = None,
-    delimiter: str = ",",
+    delimiter: Optional[str] = None,
     quote: Optional[str] = '"',
     escape: Optional[str] = None,
-    header: bool = True,
+    header: Optional[bool] = None,
     null: str = "",
     threads: Optional[int] = None,
     columns: Optional[Sequence[str]] = None,
@@ -256,10 +256,10 @@ def load_csv(
 def read_csv(
     path_or_paths: PathLike | Sequence[PathLike],
     schema: Schema = None,
-    delimiter: str = ",",
+    delimiter: Optional[str] = None,
     quote: Optional[str] = '"',
     escape: Optional[str] = None,
-    header: bool = True,
+    header: Optional[bool] = None,
     null: str = "",
     threads: Optional[int] = None,
     columns: Optional[Sequence[str]] = None,
@@ -270,21 +270,28 @@ def read_csv(
     """Loads CSV files with wireload's parallel loader into a `pyarrow.Table`.
 
     The table's buffers are the ones the loader wrote: nothing is copied on the way.
+    Gzip and zstd files are decompressed as they load (found by their magic bytes).
 
     Args:
         path_or_paths: a file, or a list of files loaded one after the other into one table.
         schema: the columns: a SQL column list (``"id BIGINT, name TEXT, day DATE"``), a
-            `pyarrow.Schema`, or a dict of name to SQL type or Arrow type. None: every
-            column is text, named after the header (``column1``... without one); types are
-            not inferred yet.
-        delimiter: the field delimiter (one ASCII character).
+            `pyarrow.Schema`, or a dict of name to SQL type or Arrow type. None: the
+            columns are named after the header (``column1``... without one) and their types
+            inferred from samples spread over the whole of the first file; a value the
+            samples did not show widens its column (BIGINT to DOUBLE to TEXT...) and the
+            load runs again, with a `UserWarning` saying so.
+        delimiter: the field delimiter (one ASCII character); None: detected (``,``
+            with a schema).
         quote: the quote character; None reads no quoting.
         escape: the escape character inside quotes; None: a quote is doubled (RFC 4180).
-        header: the first line of each file names the columns and is not data.
+        header: the first line of each file names the columns and is not data; None:
+            detected (a header with a schema).
         null: an unquoted field equal to this is NULL (a quoted one is text).
         threads: load threads; None: every core.
         columns: the columns to return, in this order (all are parsed).
-        on_error: ``"stop"``: the first bad row fails the load and returns nothing.
+        on_error: ``"stop"``: the first bad row fails the load and returns nothing;
+            ``"ignore"``: bad rows are skipped and every good row is loaded, with a
+            `UserWarning` giving their count and the first one's position and error.
         progress: draw a progress bar on stderr; None: when stderr is a terminal.
         memory_map: True: map the files into memory (their pages count in the process's
             memory while the load runs); False: read them in blocks, so the load's peak

@@ -60,10 +60,10 @@ class Database:
 def load_csv(
     paths: Sequence[str],
     schema: Optional[str] = None,
-    delimiter: str = ",",
+    delimiter: Optional[str] = None,
     quote: Optional[str] = '"',
     escape: Optional[str] = None,
-    header: bool = True,
+    header: Optional[bool] = None,
     null: str = "",
     threads: Optional[int] = None,
     columns: Optional[Sequence[str]] = None,

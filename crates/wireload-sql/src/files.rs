@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableAlias, TableFactor,
-    Value, VisitMut, VisitorMut,
+    self as ast, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart,
+    TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use wireload_load::{Input, LoadControl, LoadError, LoadReport, Source};
 use wireload_sniff::{SniffOptions, Sniffed};
@@ -91,10 +91,10 @@ pub(crate) fn extract(
     };
     let flow = match statement {
         Statement::Query(q) => visit_df(q, &mut finder),
-        Statement::CreateTableAs(c) => c.query.visit(&mut finder),
+        Statement::CreateTableAs(c) => VisitMut::visit(&mut *c.query, &mut finder),
         Statement::Write(w) => visit_df(&mut w.statement, &mut finder),
         Statement::CopyTo(c) => match &mut c.source {
-            crate::copy::CopySource::Query(q) => q.visit(&mut finder),
+            crate::copy::CopySource::Query(q) => VisitMut::visit(&mut **q, &mut finder),
             crate::copy::CopySource::Table { .. } => ControlFlow::Continue(()),
         },
         _ => ControlFlow::Continue(()),
@@ -107,7 +107,7 @@ pub(crate) fn extract(
 
 fn visit_df(statement: &mut DfStatement, v: &mut Finder<'_>) -> ControlFlow<SqlError> {
     match statement {
-        DfStatement::Statement(s) => s.visit(v),
+        DfStatement::Statement(s) => VisitMut::visit(&mut **s, v),
         DfStatement::Explain(e) => visit_df(&mut e.statement, v),
         _ => ControlFlow::Continue(()),
     }
@@ -384,6 +384,8 @@ pub fn load_inferred(
     };
     let mut replanned = Vec::new();
     loop {
+        // a re-run counts its progress from the start again
+        ctl.bytes_done.store(0, Ordering::Relaxed);
         let def = TableDef::new(
             name.to_string(),
             TableSchema {
@@ -536,6 +538,104 @@ fn text_of(error: &LoadError) -> &str {
     }
 }
 
+/// The names (lower case) a statement may use as columns: every identifier in its
+/// expressions and `USING` lists; None when it may read every column (`*`, `t.*`, a
+/// `NATURAL` join). A file read for it needs only the columns these name.
+pub(crate) fn names_used(statement: &Statement) -> Option<std::collections::HashSet<String>> {
+    let mut v = NamesUsed {
+        names: std::collections::HashSet::new(),
+        all: false,
+    };
+    let _ = match statement {
+        Statement::Query(q) => names_df(q, &mut v),
+        Statement::CreateTableAs(c) => Visit::visit(&*c.query, &mut v),
+        Statement::Write(w) => names_df(&w.statement, &mut v),
+        Statement::CopyTo(c) => match &c.source {
+            crate::copy::CopySource::Query(q) => Visit::visit(&**q, &mut v),
+            crate::copy::CopySource::Table { .. } => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    };
+    (!v.all).then_some(v.names)
+}
+
+fn names_df(statement: &DfStatement, v: &mut NamesUsed) -> ControlFlow<()> {
+    match statement {
+        DfStatement::Statement(s) => Visit::visit(&**s, v),
+        DfStatement::Explain(e) => names_df(&e.statement, v),
+        _ => {
+            v.all = true;
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+struct NamesUsed {
+    names: std::collections::HashSet<String>,
+    all: bool,
+}
+
+impl Visitor for NamesUsed {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Identifier(id) => {
+                self.names.insert(id.value.to_lowercase());
+            }
+            Expr::CompoundIdentifier(parts) => {
+                self.names
+                    .extend(parts.iter().map(|p| p.value.to_lowercase()));
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &ast::Select) -> ControlFlow<()> {
+        use ast::{JoinConstraint, JoinOperator as J, SelectItem};
+        if select.projection.iter().any(|item| {
+            matches!(
+                item,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        }) {
+            self.all = true;
+        }
+        for join in select.from.iter().flat_map(|t| &t.joins) {
+            let constraint = match &join.join_operator {
+                J::Join(c)
+                | J::Inner(c)
+                | J::Left(c)
+                | J::LeftOuter(c)
+                | J::Right(c)
+                | J::RightOuter(c)
+                | J::FullOuter(c)
+                | J::CrossJoin(c)
+                | J::Semi(c)
+                | J::LeftSemi(c)
+                | J::RightSemi(c)
+                | J::Anti(c)
+                | J::LeftAnti(c)
+                | J::RightAnti(c) => Some(c),
+                _ => None,
+            };
+            match constraint {
+                Some(JoinConstraint::Natural) => self.all = true,
+                Some(JoinConstraint::Using(names)) => {
+                    for name in names {
+                        self.names.extend(name.0.iter().filter_map(|p| {
+                            p.as_ident().map(|i| i.value.to_lowercase())
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 /// Column names that differ from their lower case, by lower case: an unquoted identifier
 /// that matches one case-insensitively (and matches no column exactly) means it.
 #[derive(Debug, Default)]
@@ -588,10 +688,10 @@ impl MixedCase {
         let mut v = CaseFolder { names: self };
         let _ = match statement {
             Statement::Query(q) => fold_df(q, &mut v),
-            Statement::CreateTableAs(c) => c.query.visit(&mut v),
+            Statement::CreateTableAs(c) => VisitMut::visit(&mut *c.query, &mut v),
             Statement::Write(w) => fold_df(&mut w.statement, &mut v),
             Statement::CopyTo(c) => match &mut c.source {
-                crate::copy::CopySource::Query(q) => q.visit(&mut v),
+                crate::copy::CopySource::Query(q) => VisitMut::visit(&mut **q, &mut v),
                 crate::copy::CopySource::Table { .. } => ControlFlow::Continue(()),
             },
             _ => ControlFlow::Continue(()),
@@ -601,7 +701,7 @@ impl MixedCase {
 
 fn fold_df(statement: &mut DfStatement, v: &mut CaseFolder<'_>) -> ControlFlow<()> {
     match statement {
-        DfStatement::Statement(s) => s.visit(v),
+        DfStatement::Statement(s) => VisitMut::visit(&mut **s, v),
         DfStatement::Explain(e) => fold_df(&mut e.statement, v),
         _ => ControlFlow::Continue(()),
     }
@@ -718,6 +818,38 @@ mod tests {
                 "SELECT * FROM \"{}\" AS \"data\" JOIN \"{}\" AS r ON true",
                 found[0].name, found[1].name
             )
+        );
+    }
+
+    fn used(sql: &str) -> Option<Vec<String>> {
+        let s = crate::parse::parse_script(sql).unwrap().remove(0).statement;
+        names_used(&s).map(|n| {
+            let mut v: Vec<String> = n.into_iter().collect();
+            v.sort();
+            v
+        })
+    }
+
+    #[test]
+    fn names_a_statement_uses() {
+        assert_eq!(
+            used("SELECT A, f.b + 1 FROM 'x.csv' f WHERE c > 2 ORDER BY d"),
+            Some(vec!["a".into(), "b".into(), "c".into(), "d".into(), "f".into()])
+        );
+        assert_eq!(
+            used("SELECT count(*) FROM 'x.csv'"),
+            Some(Vec::new())
+        );
+        assert_eq!(used("SELECT * FROM 'x.csv'"), None);
+        assert_eq!(used("SELECT t.* FROM 'x.csv' t"), None);
+        assert_eq!(used("SELECT a FROM 'x.csv' NATURAL JOIN y"), None);
+        assert_eq!(
+            used("SELECT a FROM 'x.csv' JOIN y USING (k)"),
+            Some(vec!["a".into(), "k".into()])
+        );
+        assert_eq!(
+            used("SELECT a FROM (SELECT * FROM 'x.csv') s"),
+            None
         );
     }
 

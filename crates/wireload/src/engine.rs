@@ -124,6 +124,19 @@ impl Engine {
         )
     }
 
+    /// Runs `COPY ... FROM STDIN` with `source` as the data; Ctrl-C cancels it.
+    pub fn copy_from_client(
+        &self,
+        copy: wireload_sql::CopyFrom,
+        source: Source,
+    ) -> Result<StatementOutput> {
+        self.interruptible(|db, ctl| async move {
+            db.copy_from_client(copy, source, &ctl)
+                .await
+                .map(StatementOutput::Loaded)
+        })
+    }
+
     /// The notices of the statements run since the last call.
     pub fn take_notices(&self) -> Vec<String> {
         self.db.take_notices()

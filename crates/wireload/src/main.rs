@@ -7,6 +7,7 @@ mod cycle;
 mod demo;
 mod engine;
 mod generate;
+mod inline;
 mod interrupt;
 mod lookup;
 mod oneshot;

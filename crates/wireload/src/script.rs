@@ -1,8 +1,11 @@
 //! Non-interactive scripts (`-f FILE` or SQL on standard input): the whole script is parsed
 //! first (a syntax error anywhere runs nothing), then its statements run in order, each
-//! result printed, stopping at the first error.
+//! result printed, stopping at the first error. A `COPY ... FROM STDIN` reads the lines
+//! after it, up to `\.` ([`crate::inline`]).
 
 use anyhow::{Context, Result};
+use wireload_load::Source;
+use wireload_sql::Statement;
 
 use crate::cli::OutputFormat;
 use crate::engine::Engine;
@@ -15,13 +18,29 @@ pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
         summary_to_stdout: false,
         table_row_limit: None,
     };
-    let statements = wireload_sql::parse_script(sql).with_context(|| name.to_string())?;
-    for parsed in statements {
-        let line = parsed.line;
-        let output = engine
-            .run_statement(parsed.statement)
+    let mut parsed = Vec::new();
+    for piece in crate::inline::split(sql) {
+        let statements = wireload_sql::parse_script(&piece.sql)
+            .with_context(|| format!("{name}, from line {}", piece.line))?;
+        parsed.push((piece, statements));
+    }
+    for (piece, statements) in parsed {
+        let last = statements.len().saturating_sub(1);
+        for (i, p) in statements.into_iter().enumerate() {
+            let line = piece.line + p.line - 1;
+            let output = match (&piece.data, p.statement) {
+                (Some((data, from)), Statement::CopyFrom(copy)) if i == last => {
+                    let source = Source::Bytes {
+                        name: format!("{name} (COPY data from line {from})"),
+                        data: data.clone().into(),
+                    };
+                    engine.copy_from_client(copy, source)
+                }
+                (_, statement) => engine.run_statement(statement),
+            }
             .with_context(|| format!("{name}, line {line}"))?;
-        printer.print(&output)?;
+            printer.print(&output)?;
+        }
     }
     Ok(())
 }

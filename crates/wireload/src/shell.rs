@@ -137,7 +137,29 @@ pub fn run(engine: &Engine) -> Result<()> {
             continue;
         }
         let _ = editor.add_history_entry(sql.as_str());
-        execute(engine, &printer, &sql);
+        let data = if crate::inline::ends_in_copy_from_stdin(&sql) {
+            // psql's convention: the data lines follow, up to a line `\.`
+            println!("Enter the data, ending with a line \\.");
+            let mut data = Vec::new();
+            loop {
+                match editor.readline("") {
+                    Ok(line) if crate::inline::is_end_of_data(&line) => break,
+                    Ok(line) => {
+                        data.extend_from_slice(line.as_bytes());
+                        data.push(b'\n');
+                    }
+                    Err(ReadlineError::Eof) => break,
+                    Err(_) => {
+                        data.clear();
+                        break;
+                    }
+                }
+            }
+            Some(data)
+        } else {
+            None
+        };
+        execute(engine, &printer, &sql, data);
     }
     if let Some(path) = &history {
         let _ = editor.save_history(path);
@@ -145,8 +167,9 @@ pub fn run(engine: &Engine) -> Result<()> {
     Ok(())
 }
 
-/// Runs the statements of `sql`, printing each result (or the error) and the time taken.
-fn execute(engine: &Engine, printer: &Printer, sql: &str) {
+/// Runs the statements of `sql`, printing each result (or the error) and the time taken;
+/// `data` is the data of its last statement, a `COPY ... FROM STDIN`.
+fn execute(engine: &Engine, printer: &Printer, sql: &str, mut data: Option<Vec<u8>>) {
     let statements = match wireload_sql::parse_script(sql) {
         Ok(s) => s,
         Err(e) => {
@@ -154,9 +177,20 @@ fn execute(engine: &Engine, printer: &Printer, sql: &str) {
             return;
         }
     };
-    for parsed in statements {
+    let last = statements.len().saturating_sub(1);
+    for (i, parsed) in statements.into_iter().enumerate() {
         let started = Instant::now();
-        let result = engine.run_statement(parsed.statement);
+        let data = if i == last { data.take() } else { None };
+        let result = match (parsed.statement, data) {
+            (wireload_sql::Statement::CopyFrom(copy), Some(data)) => {
+                let source = wireload_load::Source::Bytes {
+                    name: "<stdin>".into(),
+                    data: data.into(),
+                };
+                engine.copy_from_client(copy, source)
+            }
+            (statement, _) => engine.run_statement(statement),
+        };
         let elapsed = started.elapsed().as_secs_f64();
         match result {
             Ok(output) => {
