@@ -6,6 +6,10 @@
 //! and Parquet reloads ([`append_batches`]) and the GPU loader use the same append/publish
 //! stage; [`pool`] decides the threads every load runs on.
 //!
+//! With [`LoadOptions::fields`] a table takes some of the input's fields, in any order
+//! (projection pushdown): records are split into all their fields, but only the fields a
+//! column reads are deserialized; errors name the input column and the table column.
+//!
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
 //! With [`OnError::Ignore`] bad records are skipped instead and listed in the report
 //! ([`LoadReport::rejects`]); a chunk that meets one is parsed again on a careful path, so
@@ -37,7 +41,7 @@ pub use compact::{compact, worth_compacting};
 pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
-pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
+pub use options::{Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};

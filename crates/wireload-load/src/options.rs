@@ -98,6 +98,21 @@ pub struct LoadOptions {
     /// With [`OnError::Ignore`]: the load fails (publishing nothing) when more than this
     /// many records are rejected.
     pub reject_limit: Option<u64>,
+    /// Which input fields the table's columns come from; `None`: the input has the
+    /// table's columns, in order.
+    pub fields: Option<Fields>,
+}
+
+/// Which fields of the input the table's columns come from (projection pushdown).
+///
+/// The records are split into all their fields, but only the fields a table column reads
+/// are deserialized; the others are never looked at (a bad value there is no error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fields {
+    /// How many fields each input record has.
+    pub count: usize,
+    /// For each table column, the 0-based input field it is read from (any order, no repeats).
+    pub columns: Vec<usize>,
 }
 
 /// Shared between a running load and whoever watches it.
