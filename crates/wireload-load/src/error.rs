@@ -196,6 +196,45 @@ pub enum LoadError {
         /// the first rejected record
         first: Box<crate::Reject>,
     },
+    /// The input is not valid in the encoding it is read in.
+    #[error(
+        "{file}: byte {byte}: {problem}; the input is not valid {encoding} (load it with the ENCODING it is written in)"
+    )]
+    Encoding {
+        /// the source's name
+        file: String,
+        /// 0-based byte offset of the bad bytes in the input as it is encoded (a
+        /// compressed input's decompressed bytes)
+        byte: u64,
+        /// the encoding the input was read in
+        encoding: crate::Encoding,
+        /// what is wrong
+        problem: String,
+    },
+    /// A record is longer than the load's `max_line_bytes`.
+    #[error(
+        "{file}: line {line}, byte {byte}: a record longer than the limit of {limit} bytes (MAX_LINE_SIZE); raise MAX_LINE_SIZE to load it"
+    )]
+    LineTooLong {
+        /// the source's name
+        file: String,
+        /// 1-based physical line where the long line (or the record not ended) starts
+        line: u64,
+        /// 0-based byte offset of that line
+        byte: u64,
+        /// the limit in bytes
+        limit: usize,
+    },
+    /// The buffers of the load came to more than its `memory_budget`.
+    #[error(
+        "the load's buffers hold {used} bytes, more than its memory budget of {budget} bytes (MEMORY_LIMIT); raise MEMORY_LIMIT or load the input in parts"
+    )]
+    MemoryBudget {
+        /// bytes the buffers made so far hold
+        used: u64,
+        /// the budget in bytes
+        budget: u64,
+    },
     /// A broken invariant of wireload (a bug), not of the input.
     #[error("internal error: {0}")]
     Internal(String),

@@ -55,8 +55,9 @@ pub(crate) fn load_files(
     let total = sources.iter().filter_map(Source::size).sum();
     ctl.bytes_total.store(total, Relaxed);
     let names: Vec<String> = sources.iter().map(Source::name).collect();
-    let appender =
-        Appender::begin(table, &joined(&names), opts.merge).with_schedule(opts.schedule)?;
+    let appender = Appender::begin(table, &joined(&names), opts.merge)
+        .with_schedule(opts.schedule)?
+        .with_memory_budget(opts.memory_budget);
     let threads = install(opts.threads, rayon::current_num_threads)?;
     let ((bytes, units, rejects), published) = appender.run(ctl, None, threads, |appender| {
         let order = Order::new(appender, &names, opts.threads);
@@ -156,11 +157,12 @@ fn parse_one<'o, 'a, 't>(
         base: order.turn_of(i),
         kept: Mutex::default(),
     };
-    let (input, parse_ctl) = pipeline::open(source, ctl)?;
+    let (input, parse_ctl) = pipeline::open(source, ctl, opts)?;
     let parsed = match input {
         Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             let start = data_start(data, scan, opts.dialect.header, name)?;
+            pipeline::check_whole(data, opts, name)?;
             // the chunk tasks count the records' bytes
             ctl.bytes_done.fetch_add(start as u64, Relaxed);
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
@@ -251,18 +253,22 @@ impl<'a, 't> Order<'a, 't> {
             .or_insert(e);
     }
 
-    /// Hands unit `n` (numbered across sources) of source `i` to the appender; an error of
-    /// its rows names the source.
+    /// Hands unit `n` (numbered across sources) of source `i` to the appender (`charged`:
+    /// counted against the memory budget already); an error of its rows names the source.
     fn hand_over(
         &self,
         i: usize,
         n: usize,
         buffers: Vec<Option<RecordBatch>>,
         sites: Sites,
+        charged: bool,
     ) -> Result<(), LoadError> {
-        self.appender
-            .take(n, buffers, sites, None)
-            .map_err(|e| rename(e, self.appender.file(), &self.names[i]))
+        let taken = if charged {
+            self.appender.take_charged(n, buffers, sites, None)
+        } else {
+            self.appender.take(n, buffers, sites, None)
+        };
+        taken.map_err(|e| rename(e, self.appender.file(), &self.names[i]))
     }
 
     /// Source `i` is parsed: when its turn has come, hands over what it kept and what the
@@ -296,7 +302,7 @@ impl<'a, 't> Order<'a, 't> {
         for (source, base, kept) in ready {
             let handed = install(self.threads, || {
                 kept.into_par_iter().try_for_each(|(n, buffers, sites)| {
-                    self.hand_over(source, base + n, buffers, sites)
+                    self.hand_over(source, base + n, buffers, sites, true)
                 })
             })
             .and_then(|handed| handed);
@@ -340,7 +346,7 @@ impl Sink for FileSink<'_, '_, '_> {
     }
 
     fn failed(&self) -> bool {
-        self.order.failed_before(self.index) || self.order.appender.merge_failed()
+        self.order.failed_before(self.index) || self.order.appender.stopped()
     }
 
     fn take(
@@ -351,8 +357,12 @@ impl Sink for FileSink<'_, '_, '_> {
         _input: Option<&[u8]>,
     ) -> Result<(), LoadError> {
         match self.base {
-            Some(base) => self.order.hand_over(self.index, base + n, buffers, sites),
+            Some(base) => self
+                .order
+                .hand_over(self.index, base + n, buffers, sites, false),
             None => {
+                // kept until the source's turn: they count against the budget now
+                self.order.appender.charge(&buffers)?;
                 self.kept
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

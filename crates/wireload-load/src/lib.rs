@@ -6,21 +6,33 @@
 //! and Parquet reloads ([`append_batches`]) and the GPU loader use the same append/publish
 //! stage; [`pool`] decides the threads every load runs on.
 //!
+//! With [`LoadOptions::fields`] a table takes some of the input's fields, in any order
+//! (projection pushdown): records are split into all their fields, but only the fields a
+//! column reads are deserialized; errors name the input column and the table column.
+//!
 //! A load that fails (bad value, I/O error, cancel) publishes nothing: the table stays as it was.
 //! With [`OnError::Ignore`] bad records are skipped instead and listed in the report
 //! ([`LoadReport::rejects`]); a chunk that meets one is parsed again on a careful path, so
 //! loads without bad records run the fast path unchanged (see `reject` for where a broken
 //! record ends).
+//!
+//! An input in another [`Encoding`] than UTF-8 is transcoded to UTF-8 as it is read (after
+//! decompression) and streamed, so the parse stays UTF-8-only. [`LoadOptions`] also bound
+//! a load: `max_line_bytes` (the longest record, [`LoadError::LineTooLong`]) and
+//! `memory_budget` (the bytes its buffers may hold, [`LoadError::MemoryBudget`]; see
+//! [`default_memory_budget`]).
 #![deny(missing_docs)]
 
 mod append;
 mod compact;
 mod compressed;
 mod dictionaries;
+mod encoding;
 mod error;
 mod files;
 mod hints;
 mod indexing;
+mod limits;
 mod merge;
 mod options;
 mod parse;
@@ -35,9 +47,11 @@ mod task;
 pub use append::{append_batches, check_pushed_column, table_chunks};
 pub use compact::{compact, worth_compacting};
 pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
+pub use encoding::Encoding;
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
-pub use options::{LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
+pub use limits::default_memory_budget;
+pub use options::{Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};
@@ -99,7 +113,7 @@ pub fn parse_source(
 ) -> Result<(u64, usize), LoadError> {
     let scan = ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
     let file = source.name();
-    let (input, parse_ctl) = pipeline::open(source, ctl)?;
+    let (input, parse_ctl) = pipeline::open(source, ctl, opts)?;
     match input {
         Input::Stream(blocks) => {
             pipeline::store_stream_total(&blocks, ctl);
@@ -111,6 +125,7 @@ pub fn parse_source(
             ctl.bytes_total
                 .store(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let start = data_start(data, &scan, opts.dialect.header, &file)?;
+            pipeline::check_whole(data, opts, &file)?;
             ctl.bytes_done
                 .fetch_add(start as u64, std::sync::atomic::Ordering::Relaxed);
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
@@ -250,8 +265,17 @@ fn first_record_bytes(mut blocks: Blocks, scan: &ScanConfig) -> Result<Vec<u8>, 
 /// The column names in the header record of `source` (the first record, parsed with `dialect`).
 /// Without a header, `column1..columnN` after the first record's field count.
 pub fn header_names(source: &Source, dialect: &Dialect) -> Result<Vec<String>, LoadError> {
+    header_names_in(source, dialect, Encoding::Utf8)
+}
+
+/// [`header_names`] of a source in `encoding` (transcoded to UTF-8 as a load reads it).
+pub fn header_names_in(
+    source: &Source,
+    dialect: &Dialect,
+    encoding: Encoding,
+) -> Result<Vec<String>, LoadError> {
     let scan = ScanConfig::new(dialect, ScanMode::Safe).map_err(|e| LoadError::Options(e.0))?;
-    let input = source.open()?;
+    let input = source.open_encoded(encoding, &std::sync::Arc::default())?;
     let read;
     let data: &[u8] = match input {
         Input::Whole(ref whole) => whole.bytes(),

@@ -98,6 +98,34 @@ pub struct LoadOptions {
     /// With [`OnError::Ignore`]: the load fails (publishing nothing) when more than this
     /// many records are rejected.
     pub reject_limit: Option<u64>,
+    /// The character encoding of the input: anything but UTF-8 is transcoded to UTF-8 as
+    /// it is read (and streamed, not mapped).
+    pub encoding: crate::Encoding,
+    /// The longest record the load takes, in bytes (`MAX_LINE_SIZE`): a longer one fails
+    /// the load ([`crate::LoadError::LineTooLong`], whatever `on_error` says). Checked
+    /// on every physical line, and on a streamed record as it grows (so a stream never
+    /// buffers more than this of one record). `None`: no limit.
+    pub max_line_bytes: Option<usize>,
+    /// Bytes the load's buffers may hold (`MEMORY_LIMIT`; the Arrow memory of the
+    /// partition buffers the parse made): past it the load stops and fails
+    /// ([`crate::LoadError::MemoryBudget`]), publishing nothing. `None`: no limit; see
+    /// [`crate::default_memory_budget`].
+    pub memory_budget: Option<u64>,
+    /// Which input fields the table's columns come from; `None`: the input has the
+    /// table's columns, in order.
+    pub fields: Option<Fields>,
+}
+
+/// Which fields of the input the table's columns come from (projection pushdown).
+///
+/// The records are split into all their fields, but only the fields a table column reads
+/// are deserialized; the others are never looked at (a bad value there is no error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fields {
+    /// How many fields each input record has.
+    pub count: usize,
+    /// For each table column, the 0-based input field it is read from (any order, no repeats).
+    pub columns: Vec<usize>,
 }
 
 /// Shared between a running load and whoever watches it.
@@ -105,11 +133,12 @@ pub struct LoadOptions {
 pub struct LoadControl {
     /// Set to true to cancel; the load stops at its next batch and publishes nothing.
     pub cancel: Arc<AtomicBool>,
-    /// Bytes of input scanned so far (for progress bars). For a compressed file: its
-    /// compressed bytes the decoder consumed (decoded bytes are not counted).
+    /// Bytes of input scanned so far (for progress bars). For a compressed file (or one
+    /// transcoded from another encoding than UTF-8): its own bytes the decoder consumed
+    /// (decoded bytes are not counted).
     pub bytes_done: Arc<AtomicU64>,
-    /// Total bytes of the input, known once the source is opened: a compressed file's
-    /// compressed size; for [`crate::load_files`], the sum over its sources.
+    /// Total bytes of the input, known once the source is opened: a compressed (or
+    /// transcoded) file's size on disk; for [`crate::load_files`], the sum over its sources.
     pub bytes_total: Arc<AtomicU64>,
 }
 

@@ -18,7 +18,7 @@ use wireload_types::{ColumnDef, ValueError};
 
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
-use crate::options::{LoadControl, LoadOptions, OnError};
+use crate::options::{Fields, LoadControl, LoadOptions, OnError};
 use crate::publish::Sink;
 use crate::reject::{ChunkRejects, Reject, RejectLog, WindowRejects, raw_line, record_end};
 use crate::task::{self, TaskFailure};
@@ -37,6 +37,79 @@ pub(crate) struct Origin {
     pub whole: bool,
 }
 
+/// Where the table's columns are in the input's records (see [`Fields`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Projection {
+    /// fields per input record (what the scanner splits)
+    pub nfields: usize,
+    /// the 0-based input field of each table column
+    pub fields: Vec<usize>,
+    /// the table column of each input field (None: a field no column reads)
+    pub columns: Vec<Option<usize>>,
+    /// the table columns in input field order (the order errors are looked for in)
+    pub by_field: Vec<usize>,
+    /// the input's fields were given ([`LoadOptions::fields`]), not the table's columns
+    pub projected: bool,
+}
+
+impl Projection {
+    /// The projection of `fields` onto the columns of `def`; without `fields`, the input's
+    /// fields are the table's columns.
+    pub(crate) fn new(def: &TableDef, fields: Option<&Fields>) -> Result<Self, LoadError> {
+        let cols = &def.schema.columns;
+        let Some(f) = fields else {
+            let n = cols.len();
+            return Ok(Projection {
+                nfields: n,
+                fields: (0..n).collect(),
+                columns: (0..n).map(Some).collect(),
+                by_field: (0..n).collect(),
+                projected: false,
+            });
+        };
+        if f.count == 0 {
+            return Err(LoadError::Options(
+                "the input's field count must be at least 1".into(),
+            ));
+        }
+        if f.columns.len() != cols.len() {
+            return Err(LoadError::Options(format!(
+                "{} input fields are named for the {} columns of table {}; each column needs one",
+                f.columns.len(),
+                cols.len(),
+                def.name
+            )));
+        }
+        let mut columns: Vec<Option<usize>> = vec![None; f.count];
+        for (c, &field) in f.columns.iter().enumerate() {
+            let Some(slot) = columns.get_mut(field) else {
+                return Err(LoadError::Options(format!(
+                    "column {} reads input field {}, but the input has {} fields",
+                    cols[c].name,
+                    field + 1,
+                    f.count
+                )));
+            };
+            if let Some(other) = *slot {
+                return Err(LoadError::Options(format!(
+                    "input field {} is read by two columns, {} and {}",
+                    field + 1,
+                    cols[other].name,
+                    cols[c].name
+                )));
+            }
+            *slot = Some(c);
+        }
+        Ok(Projection {
+            nfields: f.count,
+            fields: f.columns.clone(),
+            by_field: columns.iter().flatten().copied().collect(),
+            columns,
+            projected: true,
+        })
+    }
+}
+
 /// Everything a chunk task reads.
 pub(crate) struct LoadCtx<'a> {
     /// the window: whole records
@@ -49,6 +122,8 @@ pub(crate) struct LoadCtx<'a> {
     pub file: String,
     pub scan: ScanConfig,
     pub columns: &'a [ColumnDef],
+    /// where the columns are in the input's records
+    pub proj: &'a Projection,
     pub schema: SchemaRef,
     pub null: Vec<u8>,
     pub partitions: usize,
@@ -81,12 +156,15 @@ impl LoadCtx<'_> {
                 0
             },
             column,
-            column_name: column
-                .checked_sub(1)
-                .and_then(|c| self.columns.get(c))
-                .map(|c| c.name.clone()),
+            column_name: self.column_name(column),
             byte: self.origin.byte + byte as u64,
         })
+    }
+
+    /// The name of the table column read from the 1-based input field `field`, if any.
+    fn column_name(&self, field: usize) -> Option<String> {
+        let c = (*self.proj.columns.get(field.checked_sub(1)?)?)?;
+        self.columns.get(c).map(|c| c.name.clone())
     }
 
     /// The whole input, when the window is it (to name rows by line later).
@@ -119,15 +197,21 @@ impl LoadCtx<'_> {
             ScanErrorKind::FieldCount { .. } => self.snippet(e.record_start),
             _ => self.snippet(e.at),
         };
+        let message = match e.kind {
+            ScanErrorKind::FieldCount { found, expected } if self.proj.projected => {
+                format!("record has {found} fields, the input has {expected}")
+            }
+            kind => kind.to_string(),
+        };
         LoadError::Syntax {
             pos,
-            message: e.kind.to_string(),
+            message,
             text,
             expected: e.expected(),
         }
     }
 
-    /// The load error for an invalid value in field `col` of record `row` of `batch`.
+    /// The load error for an invalid value of table column `col` in record `row` of `batch`.
     #[cold]
     pub(crate) fn value_error(
         &self,
@@ -147,21 +231,22 @@ impl LoadCtx<'_> {
         error: ValueError,
         lined: bool,
     ) -> LoadError {
-        let (bytes, _) = batch.field(self.data, row, col);
+        let field = self.proj.fields[col];
+        let (bytes, _) = batch.field(self.data, row, field);
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         if text.chars().count() > SNIPPET {
             text = text.chars().take(SNIPPET).collect::<String>() + "...";
         }
         let expected = error.expected();
         LoadError::Value {
-            pos: self.position_lined(batch.field_offset(row, col), col + 1, lined),
+            pos: self.position_lined(batch.field_offset(row, field), field + 1, lined),
             error,
             text,
             expected,
         }
     }
 
-    /// Notes in `rejects` the record `row` of `batch`, whose field `col` is invalid.
+    /// Notes in `rejects` the record `row` of `batch`, whose table column `col` is invalid.
     #[cold]
     pub(crate) fn reject_value(
         &self,
@@ -174,7 +259,7 @@ impl LoadCtx<'_> {
         let rs = batch.row_start(row);
         rejects.note(self.data, rs, |lines| {
             let e = self.value_error_lined(batch, row, col, error, false);
-            self.reject(rs, lines, Some(col + 1), &e)
+            self.reject(rs, lines, Some(self.proj.fields[col] + 1), &e)
         });
     }
 
@@ -201,10 +286,7 @@ impl LoadCtx<'_> {
             line: lines,
             byte_offset: self.origin.byte + rs as u64,
             column,
-            column_name: column
-                .and_then(|c| c.checked_sub(1))
-                .and_then(|c| self.columns.get(c))
-                .map(|c| c.name.clone()),
+            column_name: column.and_then(|f| self.column_name(f)),
             raw_line: raw_line(self.data, rs, record_end(self.data, &self.scan, rs)),
             error: error.detail(),
         }
@@ -298,6 +380,8 @@ pub(crate) struct CsvParse<'a> {
     pub schema: SchemaRef,
     pub partitions: usize,
     pub key_column: Option<usize>,
+    /// where the table's columns are in the input's records
+    pub proj: Projection,
     pub hints: Hints,
     pub ascii_specials: bool,
     pub chunk_size: usize,
@@ -320,6 +404,7 @@ impl<'a> CsvParse<'a> {
                 "a reject limit needs ON_ERROR ignore".into(),
             ));
         }
+        let proj = Projection::new(def, opts.fields.as_ref())?;
         let (partitions, key_column) = match def.partitioning {
             Partitioning::Single => (1, None),
             Partitioning::Hash { column, count } => (count, Some(column)),
@@ -338,6 +423,7 @@ impl<'a> CsvParse<'a> {
             schema: def.arrow_schema.clone(),
             partitions,
             key_column,
+            proj,
             hints: Hints::new(sample, def.schema.columns.len(), partitions),
             ascii_specials: [
                 Some(opts.dialect.delimiter),
@@ -400,6 +486,7 @@ impl<'a> CsvParse<'a> {
             file: self.file.clone(),
             scan: self.scan,
             columns: &self.def.schema.columns,
+            proj: &self.proj,
             schema: self.schema.clone(),
             null: self.opts.dialect.null.clone(),
             partitions: self.partitions,

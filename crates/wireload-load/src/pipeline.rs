@@ -22,6 +22,7 @@ use wireload_csv::{BOM, ScanConfig, last_record_end, line_of, reference::first_r
 use wireload_storage::{Table, TableDef};
 
 use crate::error::{LoadError, Position};
+use crate::limits::{check_lines, too_long};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
 use crate::pool::install;
@@ -39,20 +40,22 @@ pub(crate) fn load(
     let t0 = Instant::now();
     let scan = ScanConfig::new(&opts.dialect, opts.mode).map_err(|e| LoadError::Options(e.0))?;
     let file = source.name();
-    let (input, parse_ctl) = open(source, ctl)?;
+    let (input, parse_ctl) = open(source, ctl, opts)?;
     let def = table.def();
     let (bytes, units, published, rejects) = match &input {
         Input::Whole(whole) => install(opts.threads, || {
             let data = whole.bytes();
             ctl.bytes_total.store(data.len() as u64, Relaxed);
             let start = data_start(data, &scan, opts.dialect.header, &file)?;
+            check_whole(data, opts, &file)?;
             // the chunk tasks count the records' bytes
             ctl.bytes_done.fetch_add(start as u64, Relaxed);
             let sample = &data[start..(start + (1 << 20)).min(data.len())];
             let parse = CsvParse::new(def, opts, file.clone(), sample)?;
             // readers and other writers go on until the merge publishes
-            let appender =
-                Appender::begin(table, &file, opts.merge).with_schedule(opts.schedule)?;
+            let appender = Appender::begin(table, &file, opts.merge)
+                .with_schedule(opts.schedule)?
+                .with_memory_budget(opts.memory_budget);
             let origin = Origin {
                 byte: 0,
                 lines: 0,
@@ -91,14 +94,19 @@ pub(crate) fn load(
     })
 }
 
-/// Opens `source` for a load watched by `ctl`: the input, and the control its parse
-/// reports progress to. A compressed file's progress is the compressed bytes its decoder
-/// consumed, added to `ctl.bytes_done` as it reads; its parse then counts into a control
-/// of its own (sharing `ctl`'s cancel flag), so decoded bytes are not added to it.
-pub(crate) fn open(source: &Source, ctl: &LoadControl) -> Result<(Input, LoadControl), LoadError> {
-    let input = source.open_counting(&ctl.bytes_done)?;
+/// Opens `source` (in `opts.encoding`) for a load watched by `ctl`: the input, and the
+/// control its parse reports progress to. A compressed (or transcoded) file's progress is
+/// the file's bytes its decoder consumed, added to `ctl.bytes_done` as it reads; its parse
+/// then counts into a control of its own (sharing `ctl`'s cancel flag), so decoded bytes
+/// are not added to it.
+pub(crate) fn open(
+    source: &Source,
+    ctl: &LoadControl,
+    opts: &LoadOptions,
+) -> Result<(Input, LoadControl), LoadError> {
+    let input = source.open_encoded(opts.encoding, &ctl.bytes_done)?;
     let parse_ctl = match &input {
-        Input::Stream(blocks) if blocks.compressed_size().is_some() => LoadControl {
+        Input::Stream(blocks) if blocks.decoded() => LoadControl {
             cancel: ctl.cancel.clone(),
             ..LoadControl::default()
         },
@@ -127,7 +135,9 @@ fn stream(
     file: &str,
 ) -> Result<(u64, usize, Published, RejectLog), LoadError> {
     store_stream_total(&blocks, ctl);
-    let appender = Appender::begin(table, file, opts.merge).with_schedule(opts.schedule)?;
+    let appender = Appender::begin(table, file, opts.merge)
+        .with_schedule(opts.schedule)?
+        .with_memory_budget(opts.memory_budget);
     let threads = install(opts.threads, rayon::current_num_threads)?;
     let ((byte, units, rejects), published) = appender.run(ctl, None, threads, |appender| {
         stream_windows(table.def(), blocks, scan, opts, parse_ctl, file, appender)
@@ -161,10 +171,17 @@ pub(crate) fn stream_windows(
         Ok(None) | Err(_) => false,
     };
     loop {
-        let enough =
-            window.bytes().len() >= first && (!opts.dialect.header || header_read(window.bytes()));
-        if eof || enough {
+        let header = !opts.dialect.header || header_read(window.bytes());
+        if eof || (window.bytes().len() >= first && header) {
             break;
+        }
+        // a header not ended yet must not grow past the limit
+        let bom = skip_bom(window.bytes());
+        if let Some(limit) = opts.max_line_bytes
+            && !header
+            && window.bytes().len() - bom > limit + 1
+        {
+            return Err(too_long(file, 1, bom as u64, limit));
         }
         match blocks.next_block()? {
             Some(b) => grow(&blocks, &mut window, b),
@@ -189,6 +206,8 @@ pub(crate) fn stream_windows(
         start,
         eof,
         chunker: parse.chunker(),
+        limit: opts.max_line_bytes,
+        file: file.to_string(),
     };
     std::thread::Builder::new()
         .name("wireload-cut".into())
@@ -262,6 +281,10 @@ struct Cutting {
     /// The stream has ended: `window` is the last.
     eof: bool,
     chunker: Chunker,
+    /// the longest record (and line) the load takes
+    limit: Option<usize>,
+    /// the input's name in errors
+    file: String,
 }
 
 impl Cutting {
@@ -294,7 +317,16 @@ impl Cutting {
                 match cut(&self.chunker, self.window.bytes(), self.start) {
                     Some(cut) => cut,
                     None => {
-                        // no complete record yet: read more
+                        // no complete record yet: read more, unless the record (from
+                        // `start`, not ended before the window's last byte) is too long
+                        let data = self.window.bytes();
+                        if let Some(limit) = self.limit
+                            && data.len() - self.start > limit + 1
+                        {
+                            let line = lines + line_of(data, self.start);
+                            let at = byte + self.start as u64;
+                            return Err(too_long(&self.file, line, at, limit));
+                        }
                         match self.blocks.next_block()? {
                             Some(b) => grow(&self.blocks, &mut self.window, b),
                             None => self.eof = true,
@@ -303,6 +335,14 @@ impl Cutting {
                     }
                 }
             };
+            let data = self.window.bytes();
+            // the first window's header is checked too (records start at line starts)
+            let from = if byte == 0 {
+                skip_bom(data)
+            } else {
+                self.start
+            };
+            check_lines(data, from, cut, self.limit, &self.file, byte, lines)?;
             let origin = Origin {
                 byte,
                 lines,
@@ -383,6 +423,20 @@ fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks)> 
         last.end = cut;
     }
     Some((cut, (chunks, states)))
+}
+
+/// Fails when a line of the whole input `data` (its header too) is longer than
+/// `opts.max_line_bytes`.
+pub(crate) fn check_whole(data: &[u8], opts: &LoadOptions, file: &str) -> Result<(), LoadError> {
+    check_lines(
+        data,
+        skip_bom(data),
+        data.len(),
+        opts.max_line_bytes,
+        file,
+        0,
+        0,
+    )
 }
 
 /// Where the data records of `data` start: after a BOM and, with a header, after the

@@ -8,8 +8,8 @@
 //! partition buffer; slots name the buffers in the indexes until the merge places them.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -195,7 +195,7 @@ impl Sink for Appender<'_> {
     }
 
     fn failed(&self) -> bool {
-        self.merge_failed()
+        self.stopped()
     }
 
     fn take(
@@ -205,9 +205,8 @@ impl Sink for Appender<'_> {
         sites: Sites,
         input: Option<&[u8]>,
     ) -> Result<(), LoadError> {
-        let unit = self.unit(n, buffers, sites, input)?;
-        self.accept(n, unit);
-        Ok(())
+        self.charge(&buffers)?;
+        self.take_charged(n, buffers, sites, input)
     }
 }
 
@@ -231,6 +230,12 @@ pub struct Appender<'t> {
     ready: Condvar,
     /// an interleaved merge step failed: the parse may stop, the load fails with that error
     merge_failed: AtomicBool,
+    /// bytes the buffers taken may hold (None: no limit)
+    budget: Option<u64>,
+    /// bytes the buffers taken hold
+    used: AtomicU64,
+    /// what they held when they first went over the budget (0: never): the load fails
+    over_budget: AtomicU64,
 }
 
 /// Units handed over and not merged yet.
@@ -281,8 +286,65 @@ impl<'t> Appender<'t> {
             pending: Mutex::new(Pending::default()),
             ready: Condvar::new(),
             merge_failed: AtomicBool::new(false),
+            budget: None,
+            used: AtomicU64::new(0),
+            over_budget: AtomicU64::new(0),
             base,
         }
+    }
+
+    /// This appender with a memory budget: once the buffers taken ([`Sink::take`]) hold
+    /// more than `budget` bytes (their Arrow memory), the take fails, the parse is told to
+    /// stop ([`Sink::failed`]) and [`Appender::run`] fails with
+    /// [`LoadError::MemoryBudget`], publishing nothing. `None`: no limit.
+    pub fn with_memory_budget(mut self, budget: Option<u64>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Counts `buffers` against the memory budget: an error once the buffers taken hold
+    /// more than it.
+    pub(crate) fn charge(&self, buffers: &[Option<RecordBatch>]) -> Result<(), LoadError> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        let bytes: u64 = buffers
+            .iter()
+            .flatten()
+            .map(|b| b.get_array_memory_size() as u64)
+            .sum();
+        let used = self.used.fetch_add(bytes, Relaxed) + bytes;
+        if used <= budget {
+            return Ok(());
+        }
+        let _ = self.over_budget.compare_exchange(0, used, Relaxed, Relaxed);
+        Err(LoadError::MemoryBudget { used, budget })
+    }
+
+    /// The error of a load whose buffers went over the memory budget, when they did.
+    fn budget_error(&self) -> Option<LoadError> {
+        let used = self.over_budget.load(Relaxed);
+        let budget = self.budget?;
+        (used > 0).then_some(LoadError::MemoryBudget { used, budget })
+    }
+
+    /// True when the load will fail for a reason outside the parse (a merge step's error,
+    /// the memory budget): parsing may stop.
+    pub(crate) fn stopped(&self) -> bool {
+        self.merge_failed() || self.over_budget.load(Relaxed) > 0
+    }
+
+    /// [`Sink::take`] of buffers counted against the memory budget already.
+    pub(crate) fn take_charged(
+        &self,
+        n: usize,
+        buffers: Vec<Option<RecordBatch>>,
+        sites: Sites,
+        input: Option<&[u8]>,
+    ) -> Result<(), LoadError> {
+        let unit = self.unit(n, buffers, sites, input)?;
+        self.accept(n, unit);
+        Ok(())
     }
 
     /// This appender with merge steps on `schedule`. The interleaved schedule merges step by
@@ -464,7 +526,12 @@ impl<'t> Appender<'t> {
         parse: impl FnOnce(&Self) -> Result<R, LoadError>,
     ) -> Result<(R, Published), LoadError> {
         if self.schedule == Schedule::Deferred {
-            let r = parse(&self)?;
+            let parsed = parse(&self);
+            // the parse stopped (or failed in a task that was stopped) for the budget
+            if let Some(e) = self.budget_error() {
+                return Err(e);
+            }
+            let r = parsed?;
             return Ok((r, install(Some(threads), || self.publish(ctl, input))??));
         }
         let merged = std::thread::scope(|s| {
@@ -483,6 +550,8 @@ impl<'t> Appender<'t> {
             match (parsed, merged) {
                 // the parse stopped for the merge's error (a duplicate key, say)
                 (_, Err(e)) if self.merge_failed() => Err(e),
+                // or for the memory budget
+                _ if self.budget_error().is_some() => Err(self.budget_error().expect("checked")),
                 // otherwise the parse's error: the merger stopped short of the units it lost
                 (parsed, merged) => Ok((parsed?, merged?)),
             }

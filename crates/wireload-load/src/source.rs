@@ -1,7 +1,8 @@
 //! Where a load reads from: a file (memory-mapped, the fast path), bytes already in memory,
 //! or any reader (standard input, a socket, a decompressor), read as a stream of blocks so
 //! the input is never held whole. A gzip or zstd file (known by its first bytes) is
-//! decoded as it is read and streamed.
+//! decoded as it is read and streamed; an input in another encoding than UTF-8 is
+//! transcoded as it is read (after decompression) and streamed.
 
 use std::io::{Read, Seek};
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use crate::compressed::{BoxedReader, Codec, Counting, Sniffing, read_head};
+use crate::encoding::{Encoding, EncodingError, transcoding};
 use crate::error::LoadError;
 
 /// The input of a load.
@@ -159,8 +161,48 @@ impl Source {
     /// [`Source::open`], a compressed file adding the compressed bytes its decoder consumes
     /// to `consumed` as it reads them (a load's progress).
     pub fn open_counting(&self, consumed: &Arc<AtomicU64>) -> Result<Input, LoadError> {
+        self.open_encoded(Encoding::Utf8, consumed)
+    }
+
+    /// [`Source::open_counting`] of a source in `encoding`: anything but UTF-8 is
+    /// transcoded to UTF-8 as it is read (after decompression) and so always streamed; the
+    /// bytes of the source the transcoder consumes are added to `consumed` (the stream's
+    /// [`Blocks::decoded`] is true and its [`Blocks::compressed_size`] the source's size,
+    /// when known). A UTF-16 byte order mark is dropped; invalid input fails the read
+    /// with [`LoadError::Encoding`].
+    pub fn open_encoded(
+        &self,
+        encoding: Encoding,
+        consumed: &Arc<AtomicU64>,
+    ) -> Result<Input, LoadError> {
+        // a stream of `reader` (the source's bytes, decompressed): transcoded and counted
+        // when the encoding is not UTF-8
+        let transcoded = |reader: BoxedReader, size: Option<u64>, block: usize| {
+            let counted = Counting::new(reader, Arc::clone(consumed));
+            let blocks = Blocks::new(
+                self.name(),
+                transcoding(encoding, Box::new(counted)),
+                None,
+                block,
+            );
+            Blocks {
+                compressed: size,
+                decoded: true,
+                ..blocks
+            }
+        };
+        let utf8 = encoding == Encoding::Utf8;
         match self {
-            Source::Bytes { data, .. } => Ok(Input::Whole(Whole::Shared(Arc::clone(data)))),
+            Source::Bytes { data, .. } if utf8 => Ok(Input::Whole(Whole::Shared(Arc::clone(data)))),
+            Source::Bytes { data, .. } => {
+                let size = data.len() as u64;
+                let reader = Box::new(std::io::Cursor::new(Arc::clone(data)));
+                Ok(Input::Stream(transcoded(
+                    reader,
+                    Some(size),
+                    block_for(size),
+                )))
+            }
             Source::File(path) => {
                 let io = |source| LoadError::Io {
                     path: path.display().to_string(),
@@ -173,12 +215,12 @@ impl Source {
                 }
                 if !meta.is_file() {
                     // a pipe or a device: stream it (decoded when compressed)
-                    return Ok(Input::Stream(Blocks::new(
-                        self.name(),
-                        Box::new(Sniffing::new(Box::new(file))),
-                        None,
-                        BLOCK_BYTES,
-                    )));
+                    let reader = Box::new(Sniffing::new(Box::new(file)));
+                    return Ok(Input::Stream(if utf8 {
+                        Blocks::new(self.name(), reader, None, BLOCK_BYTES)
+                    } else {
+                        transcoded(reader, None, BLOCK_BYTES)
+                    }));
                 }
                 if meta.len() == 0 {
                     return Ok(Input::Whole(Whole::Shared(Arc::from(Vec::new()))));
@@ -194,11 +236,22 @@ impl Source {
                     let block = usize::try_from(meta.len().saturating_mul(8))
                         .unwrap_or(BLOCK_BYTES)
                         .clamp(1 << 20, BLOCK_BYTES);
-                    let blocks = Blocks::new(self.name(), decoder, None, block);
+                    let blocks =
+                        Blocks::new(self.name(), transcoding(encoding, decoder), None, block);
                     return Ok(Input::Stream(Blocks {
                         compressed: Some(meta.len()),
+                        decoded: true,
                         ..blocks
                     }));
+                }
+                if !utf8 {
+                    file.rewind().map_err(io)?;
+                    let block = block_for(meta.len());
+                    return Ok(Input::Stream(transcoded(
+                        Box::new(file),
+                        Some(meta.len()),
+                        block,
+                    )));
                 }
                 // SAFETY: the map is read-only and private to this load; wireload never writes
                 // the file. Another process truncating it while we read is outside what a
@@ -219,12 +272,11 @@ impl Source {
                 block,
             } => {
                 let reader = take_once(reader, name)?;
-                Ok(Input::Stream(Blocks::new(
-                    name.clone(),
-                    reader,
-                    *size,
-                    *block,
-                )))
+                Ok(Input::Stream(if utf8 {
+                    Blocks::new(name.clone(), reader, *size, *block)
+                } else {
+                    transcoded(reader, *size, *block)
+                }))
             }
             Source::Fed {
                 name,
@@ -232,6 +284,14 @@ impl Source {
                 recycler,
             } => {
                 let feed = take_once(feed, name)?;
+                if !utf8 {
+                    let reader = Box::new(FeedReader {
+                        feed,
+                        block: None,
+                        recycler: recycler.clone(),
+                    });
+                    return Ok(Input::Stream(transcoded(reader, None, BLOCK_BYTES)));
+                }
                 Ok(Input::Stream(Blocks {
                     name: name.clone(),
                     size: None,
@@ -240,7 +300,46 @@ impl Source {
                     recycle: recycler.clone(),
                     done: false,
                     compressed: None,
+                    decoded: false,
                 }))
+            }
+        }
+    }
+}
+
+/// Blocks for a transcoded input of `size` bytes: some times its size (UTF-8 takes up to
+/// twice the bytes of Latin-1), within 1 MiB and [`BLOCK_BYTES`].
+fn block_for(size: u64) -> usize {
+    usize::try_from(size.saturating_mul(2))
+        .unwrap_or(BLOCK_BYTES)
+        .clamp(1 << 20, BLOCK_BYTES)
+}
+
+/// The blocks of a [`Feed`] read as a stream of bytes (to transcode them); read blocks go
+/// back through the recycler.
+struct FeedReader {
+    feed: Box<dyn Feed>,
+    block: Option<Block>,
+    recycler: Recycler,
+}
+
+impl Read for FeedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if let Some(block) = &mut self.block {
+                let n = buf.len().min(block.bytes().len());
+                if n > 0 || buf.is_empty() {
+                    buf[..n].copy_from_slice(&block.bytes()[..n]);
+                    block.advance(n);
+                    return Ok(n);
+                }
+                if let Some(used) = self.block.take() {
+                    self.recycler.recycle(used);
+                }
+            }
+            match self.feed.next_block()? {
+                Some(block) => self.block = Some(block),
+                None => return Ok(0),
             }
         }
     }
@@ -430,8 +529,11 @@ pub struct Blocks {
     feed: Box<dyn Feed>,
     recycle: Recycler,
     done: bool,
-    /// the size of the compressed file this stream decodes
+    /// the size of the source this stream decodes, when known
     compressed: Option<u64>,
+    /// the stream decodes its source (decompresses or transcodes it), counting the
+    /// source's bytes as progress
+    decoded: bool,
 }
 
 /// The blocks a reader thread sends.
@@ -499,6 +601,7 @@ impl Blocks {
             recycle: Recycler(recycle),
             done: false,
             compressed: None,
+            decoded: false,
         }
     }
 
@@ -517,10 +620,18 @@ impl Blocks {
         self.size
     }
 
-    /// The size of the compressed file the stream decodes, when it decodes one (its
-    /// progress is the compressed bytes consumed, counted by [`Source::open_counting`]).
+    /// The size of the compressed (or not UTF-8) source the stream decodes, when it
+    /// decodes one and the size is known (its progress is the source's bytes consumed,
+    /// counted by [`Source::open_encoded`]).
     pub fn compressed_size(&self) -> Option<u64> {
         self.compressed
+    }
+
+    /// True when the stream decodes its source (decompresses or transcodes it): its
+    /// progress is the source's bytes, counted as they are consumed (not the bytes of the
+    /// blocks).
+    pub fn decoded(&self) -> bool {
+        self.decoded
     }
 
     /// Bytes per block.
@@ -541,9 +652,20 @@ impl Blocks {
             }
             Err(source) => {
                 self.done = true;
-                Err(LoadError::Io {
-                    path: self.name.clone(),
-                    source,
+                let bad = source
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<EncodingError>());
+                Err(match bad {
+                    Some(e) => LoadError::Encoding {
+                        file: self.name.clone(),
+                        byte: e.byte,
+                        encoding: e.encoding,
+                        problem: e.problem.clone(),
+                    },
+                    None => LoadError::Io {
+                        path: self.name.clone(),
+                        source,
+                    },
                 })
             }
         }

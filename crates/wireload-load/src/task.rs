@@ -112,10 +112,12 @@ fn fast(
 ) -> Result<Buffers, TaskFailure> {
     let data = ctx.data;
     let nparts = ctx.partitions;
-    let ncols = ctx.columns.len();
+    // the input field of each column (the records may have fields no column reads)
+    let fields = ctx.proj.fields.as_slice();
+    let nfields = ctx.proj.nfields;
     let mut builders = new_builders(ctx, range.len());
-    let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, ncols);
-    let mut batch = FieldBatch::new(ncols);
+    let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, nfields);
+    let mut batch = FieldBatch::new(nfields);
     let mut part_rows = vec![0usize; nparts];
     let track_rows = ctx.sink.wants_sites();
     // a streamed input is gone when keys are merged: count the rows' lines now
@@ -153,17 +155,17 @@ fn fast(
         let valid_utf8 = ctx.ascii_specials
             && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
         if nparts == 1 {
-            for (c, b) in builders[0].iter_mut().enumerate() {
-                let fields = batch
-                    .column(data, c)
+            for ((c, b), &f) in builders[0].iter_mut().enumerate().zip(fields) {
+                let values = batch
+                    .column(data, f)
                     .map(|(bytes, quoted)| Field { bytes, quoted });
                 let appended = if valid_utf8 {
                     // SAFETY: the batch's bytes are valid UTF-8 (checked above) and fields
                     // are cut at ASCII delimiters, quotes and newlines, never inside a
                     // multi-byte character; unescaping only removes ASCII quotes/escapes.
-                    unsafe { b.append_fields_valid_utf8(fields, &ctx.null) }
+                    unsafe { b.append_fields_valid_utf8(values, &ctx.null) }
                 } else {
-                    b.append_fields(fields, &ctx.null)
+                    b.append_fields(values, &ctx.null)
                 };
                 appended.map_err(|e| value_failure(ctx, &batch, e.index, c, e.error, done_at))?;
             }
@@ -176,9 +178,13 @@ fn fast(
             }
         } else {
             let key = ctx.key_column.expect("partitioned table has a key");
+            let key_field = fields[key];
             let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
-            kb.append_fields((0..rows).map(|r| field(&batch, data, r, key)), &ctx.null)
-                .map_err(|e| value_failure(ctx, &batch, e.index, key, e.error, done_at))?;
+            kb.append_fields(
+                (0..rows).map(|r| field(&batch, data, r, key_field)),
+                &ctx.null,
+            )
+            .map_err(|e| value_failure(ctx, &batch, e.index, key, e.error, done_at))?;
             let key_array: ArrayRef = kb.finish();
             partition_ids(&key_array, nparts, &mut pids);
             if track_lines {
@@ -193,13 +199,13 @@ fn fast(
                 if rows_p.is_empty() {
                     continue;
                 }
-                for (c, b) in builders[p].iter_mut().enumerate() {
-                    let fields = rows_p.iter().map(|&r| field(&batch, data, r as usize, c));
+                for ((c, b), &f) in builders[p].iter_mut().enumerate().zip(fields) {
+                    let values = rows_p.iter().map(|&r| field(&batch, data, r as usize, f));
                     let appended = if valid_utf8 {
                         // SAFETY: as above, the batch was validated as UTF-8 at once.
-                        unsafe { b.append_fields_valid_utf8(fields, &ctx.null) }
+                        unsafe { b.append_fields_valid_utf8(values, &ctx.null) }
                     } else {
-                        b.append_fields(fields, &ctx.null)
+                        b.append_fields(values, &ctx.null)
                     };
                     appended.map_err(|e| {
                         value_failure(ctx, &batch, rows_p[e.index] as usize, c, e.error, done_at)
@@ -298,7 +304,7 @@ fn careful(
     mut done_at: usize,
 ) -> Result<Buffers, TaskFailure> {
     let data = ctx.data;
-    let ncols = ctx.columns.len();
+    let nfields = ctx.proj.nfields;
     let mut builders = new_builders(ctx, range.len());
     let track_rows = ctx.sink.wants_sites();
     let mut rows = GoodRows {
@@ -311,7 +317,7 @@ fn careful(
         line_count: 0,
     };
     let mut rejects = ChunkRejects::new(range.start, ctx.room);
-    let mut batch = FieldBatch::new(ncols);
+    let mut batch = FieldBatch::new(nfields);
     let mut good: Vec<u32> = Vec::new();
     let mut progress = |pos: usize| {
         let pos = pos.min(data.len());
@@ -324,7 +330,7 @@ fn careful(
     };
     let mut from = start;
     'records: while from < range.end {
-        let mut scanner = Scanner::new(&ctx.scan, data, from, range.end, ncols);
+        let mut scanner = Scanner::new(&ctx.scan, data, from, range.end, nfields);
         loop {
             if ctx.ctl.cancel.load(Relaxed) || ctx.failed.load(Relaxed) < index || ctx.sink.failed()
             {
@@ -381,8 +387,9 @@ fn careful(
     )
 }
 
-/// The rows of `batch` whose every field is valid, into `good`; the others are noted in
-/// `rejects` (each with its first invalid field), in input order.
+/// The rows of `batch` whose every column's field is valid, into `good`; the others are
+/// noted in `rejects` (each with its first invalid field in input order), in input order.
+/// Fields no column reads are not looked at.
 fn good_rows(
     ctx: &LoadCtx<'_>,
     batch: &FieldBatch,
@@ -393,11 +400,12 @@ fn good_rows(
     // the first invalid column of each bad row, with its error
     let mut bad: Vec<(usize, usize, wireload_types::ValueError)> = Vec::new();
     let mut is_bad = vec![false; n];
-    for (c, column) in ctx.columns.iter().enumerate() {
+    for &c in &ctx.proj.by_field {
+        let (column, f) = (&ctx.columns[c], ctx.proj.fields[c]);
         let mut from = 0;
         while from < n {
             let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
-            match b.append_fields((from..n).map(|r| field(batch, ctx.data, r, c)), &ctx.null) {
+            match b.append_fields((from..n).map(|r| field(batch, ctx.data, r, f)), &ctx.null) {
                 Ok(()) => break,
                 Err(e) => {
                     let r = from + e.index;
@@ -457,11 +465,15 @@ impl GoodRows {
         let mut pids = vec![0u32; rows.len()];
         if nparts > 1 {
             let key = ctx.key_column.expect("partitioned table has a key");
+            let key_field = ctx.proj.fields[key];
             let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows.len(), 0);
-            checked(kb.append_fields(
-                rows.iter().map(|&r| field(batch, data, r as usize, key)),
-                &ctx.null,
-            ))?;
+            checked(
+                kb.append_fields(
+                    rows.iter()
+                        .map(|&r| field(batch, data, r as usize, key_field)),
+                    &ctx.null,
+                ),
+            )?;
             let key_array: ArrayRef = kb.finish();
             partition_ids(&key_array, nparts, &mut pids);
         }
@@ -480,12 +492,12 @@ impl GoodRows {
             if rows_p.is_empty() {
                 continue;
             }
-            for (c, b) in builders[p].iter_mut().enumerate() {
+            for (b, &f) in builders[p].iter_mut().zip(&ctx.proj.fields) {
                 checked(
                     b.append_fields(
                         rows_p
                             .iter()
-                            .map(|&i| field(batch, data, rows[i as usize] as usize, c)),
+                            .map(|&i| field(batch, data, rows[i as usize] as usize, f)),
                         &ctx.null,
                     ),
                 )?;
@@ -501,8 +513,8 @@ impl GoodRows {
     }
 }
 
-/// The error of the first invalid field in input order (row by row, then column by column),
-/// given an invalid field at `row`, `col` found by column-at-a-time deserialization.
+/// The error of the first invalid field in input order (row by row, then field by field),
+/// given an invalid value of column `col` at `row` found by column-at-a-time deserialization.
 #[cold]
 #[inline(never)]
 fn earliest_error(
@@ -512,12 +524,18 @@ fn earliest_error(
     col: usize,
     error: wireload_types::ValueError,
 ) -> LoadError {
+    let fields = &ctx.proj.fields;
     let mut best = (row, col, error);
-    for (c, column) in ctx.columns.iter().enumerate() {
-        let upto = if c < best.1 { best.0 + 1 } else { best.0 };
+    for &c in &ctx.proj.by_field {
+        let (column, f) = (&ctx.columns[c], fields[c]);
+        let upto = if f < fields[best.1] {
+            best.0 + 1
+        } else {
+            best.0
+        };
         let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
-        if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, c)), &ctx.null)
-            && (e.index, c) < (best.0, best.1)
+        if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, f)), &ctx.null)
+            && (e.index, f) < (best.0, fields[best.1])
         {
             best = (e.index, c, e.error);
         }
@@ -530,10 +548,12 @@ fn earliest_error(
 #[inline(never)]
 fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError> {
     let mut best: Option<(usize, usize, wireload_types::ValueError)> = None;
-    for (c, column) in ctx.columns.iter().enumerate() {
+    // in input field order: of two invalid fields in a row, the first is named
+    for &c in &ctx.proj.by_field {
+        let (column, f) = (&ctx.columns[c], ctx.proj.fields[c]);
         let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
         if let Err(e) = b.append_fields(
-            (0..batch.rows()).map(|r| field(batch, ctx.data, r, c)),
+            (0..batch.rows()).map(|r| field(batch, ctx.data, r, f)),
             &ctx.null,
         ) && best.as_ref().is_none_or(|(r, _, _)| e.index < *r)
         {
@@ -552,7 +572,7 @@ fn batch_start(batch: &FieldBatch, end: usize) -> usize {
     }
 }
 
-/// Field `c` of row `r` as the deserializers take it.
+/// Input field `c` of row `r` as the deserializers take it.
 #[inline(always)]
 fn field<'a>(batch: &'a FieldBatch, data: &'a [u8], r: usize, c: usize) -> Field<'a> {
     let (bytes, quoted) = batch.field(data, r, c);
