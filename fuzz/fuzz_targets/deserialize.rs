@@ -7,12 +7,13 @@ use wireload_types::deser::{self, scalar};
 use wireload_types::{ColumnBuilder, Field, SqlType};
 
 fuzz_target!(|input: &[u8]| {
+    let dec = |precision, scale| SqlType::Decimal { precision, scale };
     let types = [
-        "BOOLEAN", "SMALLINT", "INTEGER", "BIGINT", "REAL", "DOUBLE", "DECIMAL(15,2)", "DECIMAL(38,10)",
-        "DECIMAL(1,0)", "DATE", "TIMESTAMP", "CHAR(3)", "VARCHAR(5)", "TEXT",
+        SqlType::Boolean, SqlType::SmallInt, SqlType::Integer, SqlType::BigInt, SqlType::Real,
+        SqlType::Double, dec(15, 2), dec(38, 10), dec(1, 0), SqlType::Date, SqlType::Timestamp,
+        SqlType::Char(3), SqlType::Varchar(Some(5)), SqlType::Text,
     ];
-    for t in types {
-        let ty: SqlType = t.parse().unwrap();
+    for ty in types {
         let mut b = ColumnBuilder::new(&ty, true, 1, 0);
         let ok = b.append_fields(std::iter::once(Field::unquoted(input)), b"\\N").is_ok();
         let array = b.finish();

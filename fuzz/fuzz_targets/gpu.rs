@@ -44,7 +44,7 @@ fn table(columns: &[ColumnDef]) -> Table {
 fn rows(t: &Table) -> Vec<Vec<Option<String>>> {
     use arrow::array::{Array, AsArray};
     let mut out = Vec::new();
-    for b in t.snapshot().chunks() {
+    for b in t.snapshot().live_chunks().unwrap() {
         let cols: Vec<_> = b
             .columns()
             .iter()
