@@ -9,13 +9,26 @@ use wireload_types::{ColumnBuilder, Field, SqlType};
 fuzz_target!(|input: &[u8]| {
     let dec = |precision, scale| SqlType::Decimal { precision, scale };
     let types = [
-        SqlType::Boolean, SqlType::SmallInt, SqlType::Integer, SqlType::BigInt, SqlType::Real,
-        SqlType::Double, dec(15, 2), dec(38, 10), dec(1, 0), SqlType::Date, SqlType::Timestamp,
-        SqlType::Char(3), SqlType::Varchar(Some(5)), SqlType::Text,
+        SqlType::Boolean,
+        SqlType::SmallInt,
+        SqlType::Integer,
+        SqlType::BigInt,
+        SqlType::Real,
+        SqlType::Double,
+        dec(15, 2),
+        dec(38, 10),
+        dec(1, 0),
+        SqlType::Date,
+        SqlType::Timestamp,
+        SqlType::Char(3),
+        SqlType::Varchar(Some(5)),
+        SqlType::Text,
     ];
     for ty in types {
         let mut b = ColumnBuilder::new(&ty, true, 1, 0);
-        let ok = b.append_fields(std::iter::once(Field::unquoted(input)), b"\\N").is_ok();
+        let ok = b
+            .append_fields(std::iter::once(Field::unquoted(input)), b"\\N")
+            .is_ok();
         let array = b.finish();
         assert_eq!(array.len(), usize::from(ok));
     }
@@ -31,8 +44,14 @@ fuzz_target!(|input: &[u8]| {
         scalar::parse_f32(input).map(f32::to_bits)
     );
     for (p, s) in [(15, 2), (38, 10), (1, 0), (10, 10), (18, 4)] {
-        assert_eq!(deser::parse_decimal(input, p, s), scalar::parse_decimal(input, p, s));
+        assert_eq!(
+            deser::parse_decimal(input, p, s),
+            scalar::parse_decimal(input, p, s)
+        );
     }
     assert_eq!(deser::parse_date(input), scalar::parse_date(input));
-    assert_eq!(deser::parse_timestamp(input), scalar::parse_timestamp(input));
+    assert_eq!(
+        deser::parse_timestamp(input),
+        scalar::parse_timestamp(input)
+    );
 });

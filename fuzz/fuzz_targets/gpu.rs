@@ -13,7 +13,9 @@ use wireload_gpu::testing::{Emulator, load_into_reference};
 use wireload_gpu::{GpuOptions, PassMode};
 use wireload_load::{Dialect, LoadControl, LoadOptions, Source, load_into};
 use wireload_storage::{Partitioning, Table, TableDef};
-use wireload_types::SqlType::{BigInt, Boolean, Date, Decimal, Double, Integer, Text, Timestamp, Varchar};
+use wireload_types::SqlType::{
+    BigInt, Boolean, Date, Decimal, Double, Integer, Text, Timestamp, Varchar,
+};
 use wireload_types::{ColumnDef, TableSchema};
 
 /// The four schemas the first byte picks from.
@@ -21,11 +23,22 @@ fn schemas() -> [Vec<ColumnDef>; 4] {
     [
         vec![column("a", Integer), column("b", Text)],
         vec![
-            column("a", Decimal { precision: 15, scale: 2 }),
+            column(
+                "a",
+                Decimal {
+                    precision: 15,
+                    scale: 2,
+                },
+            ),
             column("b", Date),
             column("c", Varchar(Some(3))),
         ],
-        vec![not_null("a", BigInt), column("b", Double), column("c", Timestamp), column("d", Boolean)],
+        vec![
+            not_null("a", BigInt),
+            column("b", Double),
+            column("c", Timestamp),
+            column("d", Boolean),
+        ],
         vec![column("a", Text)],
     ]
 }
@@ -36,7 +49,9 @@ fn emulator() -> &'static Arc<Emulator> {
 }
 
 fn table(columns: &[ColumnDef]) -> Table {
-    let schema = TableSchema { columns: columns.to_vec() };
+    let schema = TableSchema {
+        columns: columns.to_vec(),
+    };
     Table::new(TableDef::new("t", schema, Partitioning::Single).unwrap())
 }
 
@@ -62,7 +77,9 @@ fn rows(t: &Table) -> Vec<Vec<Option<String>>> {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&cfg, data)) = input.split_first() else { return };
+    let Some((&cfg, data)) = input.split_first() else {
+        return;
+    };
     let schema = &schemas()[(cfg & 3) as usize];
     let mut d = Dialect::default();
     if cfg & 4 != 0 {
@@ -77,7 +94,11 @@ fuzz_target!(|input: &[u8]| {
     }
     let opts = GpuOptions {
         chunk: if cfg & 32 != 0 { 128 } else { 256 },
-        mode: if cfg & 64 != 0 { PassMode::Quoted } else { PassMode::Auto },
+        mode: if cfg & 64 != 0 {
+            PassMode::Quoted
+        } else {
+            PassMode::Auto
+        },
         partition: if cfg & 128 != 0 { 16 } else { 1 << 20 },
         fallbacks: 8,
         streams: 2,
@@ -90,9 +111,17 @@ fuzz_target!(|input: &[u8]| {
         data: Arc::from(data.to_vec()),
     };
     let cpu = table(schema);
-    let want = load_into(&cpu, &src, &LoadOptions { dialect: d.clone(), ..LoadOptions::default() }, &LoadControl::default())
-        .map(|_| rows(&cpu))
-        .map_err(|e| e.to_string());
+    let want = load_into(
+        &cpu,
+        &src,
+        &LoadOptions {
+            dialect: d.clone(),
+            ..LoadOptions::default()
+        },
+        &LoadControl::default(),
+    )
+    .map(|_| rows(&cpu))
+    .map_err(|e| e.to_string());
     let gpu = table(schema);
     let got = load_into_reference(&gpu, &src, &d, &opts, &LoadControl::default())
         .map(|_| rows(&gpu))

@@ -26,7 +26,7 @@ const TABLE: &str = "read_csv";
 #[pyo3(signature = (
     paths, schema=None, delimiter=None, quote=Some(String::from("\"")), escape=None,
     header=None, null=String::new(), threads=None, columns=None, on_error="stop",
-    progress=false, memory_map=None, block_bytes=None
+    progress=false, memory_map=None, block_bytes=None, all_varchar=false
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_csv(
@@ -44,6 +44,7 @@ pub fn load_csv(
     progress: bool,
     memory_map: Option<bool>,
     block_bytes: Option<usize>,
+    all_varchar: bool,
 ) -> PyResult<ArrowResult> {
     let on_error = on_error
         .parse::<OnError>()
@@ -91,10 +92,24 @@ pub fn load_csv(
         .iter()
         .map(|p| source(py, p, memory_map.unwrap_or(small), block_bytes))
         .collect::<PyResult<Vec<_>>>()?;
+    if all_varchar && schema.is_some() {
+        return Err(ProgrammingError::new_err(
+            "all_varchar names the columns after the header: give it or a schema, not both",
+        ));
+    }
+    // all_varchar: text columns named after the first file's header (no inference)
+    let schema = match (schema, all_varchar) {
+        (None, true) => match paths.iter().find(|p| has_record(p)) {
+            Some(first) => Some(text_columns(py, first, &options.dialect)?),
+            None => return Ok(ArrowResult::new(Arc::new(Schema::empty()), Vec::new())),
+        },
+        (Some(text), _) => {
+            Some(wireload_sql::parse_table(TABLE, &text).map_err(|e| sql_error(py, &e))?)
+        }
+        (None, false) => None,
+    };
     let (table, rejected, first) = match schema {
-        Some(text) => {
-            let def =
-                wireload_sql::parse_table(TABLE, &text).map_err(|e| sql_error(py, &e))?;
+        Some(def) => {
             let table = Arc::new(Table::new(def));
             let (target, opts, ctl) = (table.clone(), options, LoadControl::default());
             let c = ctl.clone();
@@ -133,6 +148,10 @@ pub fn load_csv(
                 },
                 options,
                 schema: None,
+                // only the columns asked for are deserialized
+                project: columns
+                    .as_ref()
+                    .map(|names| names.iter().map(|n| n.to_lowercase()).collect()),
             };
             let ctl = LoadControl::default();
             let c = ctl.clone();
@@ -269,6 +288,28 @@ fn one_byte(what: &str, value: &str) -> PyResult<u8> {
             "{what} must be one ASCII character, got {value:?}"
         ))),
     }
+}
+
+/// A definition of TEXT columns named after the header of `path` (column1..N without one).
+fn text_columns(py: Python<'_>, path: &Path, dialect: &Dialect) -> PyResult<TableDef> {
+    let names = wireload_load::header_names(&Source::File(path.to_path_buf()), dialect)
+        .map_err(|e| load_error(py, e, TABLE))?;
+    // an empty name (R's row-name column) is named after its position, a repeated one
+    // gets a suffix
+    let columns = wireload_load::unique_column_names(&names)
+        .into_iter()
+        .map(|name| wireload_types::ColumnDef {
+            name,
+            ty: wireload_types::SqlType::Text,
+            nullable: true,
+        })
+        .collect();
+    TableDef::new(
+        TABLE,
+        wireload_types::TableSchema { columns },
+        wireload_storage::Partitioning::Single,
+    )
+    .map_err(|e| ProgrammingError::new_err(e.to_string()))
 }
 
 /// The positions of `names` among the columns of `def`, in the order given.

@@ -137,6 +137,9 @@ def test_no_header_names_columns_by_position(tmp_path):
     path.write_text("1,2,3\n4,5,6\n")
     got = wireload.read_csv(path, header=False)
     assert got.column_names == ["column1", "column2", "column3"]
+    assert got.schema.types == [pa.int64()] * 3
+    assert got.column("column3").to_pylist() == [3, 6]
+    got = wireload.read_csv(path, header=False, all_varchar=True)
     assert got.schema.types == [pa.string()] * 3
     assert got.column("column3").to_pylist() == ["3", "6"]
 

@@ -234,6 +234,7 @@ def load_csv(
     on_error: str = "stop",
     progress: Optional[bool] = None,
     memory_map: Optional[bool] = None,
+    all_varchar: bool = False,
 ) -> ArrowResult:
     """Loads CSV files as `read_csv` does and returns wireload's own record batches (an
     `ArrowResult`, readable by any Arrow library through `__arrow_c_stream__`)."""
@@ -250,6 +251,7 @@ def load_csv(
         on_error=on_error,
         progress=_interactive() if progress is None else progress,
         memory_map=memory_map,
+        all_varchar=all_varchar,
     )
 
 
@@ -266,6 +268,7 @@ def read_csv(
     on_error: str = "stop",
     progress: Optional[bool] = None,
     memory_map: Optional[bool] = None,
+    all_varchar: bool = False,
 ) -> _pa.Table:
     """Loads CSV files with wireload's parallel loader into a `pyarrow.Table`.
 
@@ -298,6 +301,8 @@ def read_csv(
             memory is the table's and a few blocks'; None: map files of up to 64 MiB
             (where blocks would cost time and mapping little memory), read larger ones in
             blocks.
+        all_varchar: without a schema, every column is text, named after the header, and
+            the dialect is not detected (the arguments' defaults: ``,``, a header).
 
     Raises:
         DataError: a bad value or record, with its ``file``, ``line``, ``column``,
@@ -320,6 +325,7 @@ def read_csv(
             on_error=on_error,
             progress=progress,
             memory_map=memory_map,
+            all_varchar=all_varchar,
         )
     )
 

@@ -71,4 +71,5 @@ def load_csv(
     progress: bool = False,
     memory_map: Optional[bool] = None,
     block_bytes: Optional[int] = None,
+    all_varchar: bool = False,
 ) -> ArrowResult: ...

@@ -11,7 +11,7 @@ use datafusion::sql::sqlparser::ast::Query;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use wireload_load::{Dialect, LoadOptions, MergeStrategy, OnError, ScanMode, Schedule};
+use wireload_load::{Dialect, Encoding, LoadOptions, MergeStrategy, OnError, ScanMode, Schedule};
 use wireload_sniff::SniffOptions;
 use wireload_unload::ipc::IpcCompression;
 use wireload_unload::parquet::ParquetCompression;
@@ -150,6 +150,9 @@ pub struct ReadSpec {
     pub detect: SniffOptions,
     /// The columns, when given: no type inference then.
     pub schema: Option<wireload_types::TableSchema>,
+    /// The only columns a statement reads (lower-case names), when it does not read all:
+    /// the others are not deserialized (projection pushdown).
+    pub project: Option<std::collections::HashSet<String>>,
 }
 
 /// The [`ReadSpec`] of `read_csv`'s named arguments (name lowercase, value as text; None:
@@ -183,8 +186,8 @@ pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlErr
                 );
             }
             "auto_detect" => {}
-            "format" | "merge" | "chunk_size" | "engine" | "schedule" | "compression"
-            | "encoding" | "mode" | "auto" => {
+            "format" | "merge" | "chunk_size" | "engine" | "schedule" | "compression" | "mode"
+            | "auto" => {
                 return Err(invalid(&format!(
                     "read_csv takes no {} argument",
                     name.to_uppercase()
@@ -201,6 +204,7 @@ pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlErr
         options,
         detect,
         schema,
+        project: None,
     })
 }
 
@@ -336,14 +340,19 @@ struct OptionSet {
     auto: Option<OptionValue>,
     on_error: Option<OptionValue>,
     reject_limit: Option<OptionValue>,
+    max_line_size: Option<OptionValue>,
+    memory_limit: Option<OptionValue>,
 }
 
 const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
-     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE, AUTO, ON_ERROR, REJECT_LIMIT";
+     CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE, AUTO, ON_ERROR, REJECT_LIMIT, \
+     MAX_LINE_SIZE, MEMORY_LIMIT";
 
 /// Options that only CSV reads or writes.
-const CSV_OPTIONS: [&str; 12] = [
+const CSV_OPTIONS: [&str; 14] = [
     "auto",
+    "max_line_size",
+    "memory_limit",
     "on_error",
     "reject_limit",
     "delimiter",
@@ -392,6 +401,8 @@ impl OptionSet {
             "auto" => &mut self.auto,
             "on_error" => &mut self.on_error,
             "reject_limit" => &mut self.reject_limit,
+            "max_line_size" => &mut self.max_line_size,
+            "memory_limit" => &mut self.memory_limit,
             "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(invalid(&format!(
@@ -494,16 +505,18 @@ impl OptionSet {
         }
     }
 
-    fn dialect(&self) -> Result<Dialect, SqlError> {
-        if let Some(e) = &self.encoding {
-            let enc = e.text.to_ascii_lowercase().replace(['-', '_'], "");
-            if enc != "utf8" {
-                return Err(not_supported(&format!(
-                    "COPY encoding {} is not supported (only UTF8)",
-                    e.text
-                )));
-            }
+    /// `ENCODING name`: the input's character encoding (UTF8 by default).
+    fn encoding(&self) -> Result<Encoding, SqlError> {
+        match &self.encoding {
+            None => Ok(Encoding::Utf8),
+            Some(e) => e
+                .text
+                .parse::<Encoding>()
+                .map_err(|m| invalid(&format!("COPY ENCODING: {m}"))),
         }
+    }
+
+    fn dialect(&self) -> Result<Dialect, SqlError> {
         let mut dialect = Dialect::default();
         if let Some(d) = &self.delimiter {
             dialect.delimiter = single_byte("DELIMITER", &d.text)?
@@ -594,6 +607,7 @@ impl OptionSet {
                     "ON_ERROR",
                     "ENGINE gpu stops at the first bad record",
                 ),
+                (&self.encoding, "ENCODING", "ENGINE gpu reads UTF-8 input"),
             ] {
                 if given.is_some() {
                     return Err(invalid(&format!(
@@ -609,6 +623,16 @@ impl OptionSet {
             schedule,
             on_error,
             reject_limit,
+            encoding: self.encoding()?,
+            max_line_bytes: match &self.max_line_size {
+                Some(v) => Some(parse_size("MAX_LINE_SIZE", &v.text)?),
+                None => None,
+            },
+            // a load that would take more memory than the machine has fails cleanly
+            memory_budget: match &self.memory_limit {
+                Some(v) => Some(parse_size("MEMORY_LIMIT", &v.text)? as u64),
+                None => Some(wireload_load::default_memory_budget()).filter(|&b| b < u64::MAX),
+            },
             ..LoadOptions::default()
         };
         if let Some(m) = &self.mode {
@@ -624,7 +648,7 @@ impl OptionSet {
                 .map_err(|e| invalid(&format!("COPY MERGE: {e}")))?;
         }
         if let Some(s) = &self.chunk_size {
-            opts.chunk_size = Some(parse_size(&s.text)?);
+            opts.chunk_size = Some(parse_size("CHUNK_SIZE", &s.text)?);
         }
         if opts.schedule == Schedule::Interleaved && opts.merge == MergeStrategy::Insert {
             return Err(invalid(
@@ -715,6 +739,11 @@ impl OptionSet {
             }
         }
         self.check_applicable(format, &[])?;
+        if self.encoding()? != Encoding::Utf8 {
+            return Err(not_supported(
+                "COPY ... TO writes UTF-8 only (ENCODING utf8)",
+            ));
+        }
         let compression = self
             .compression
             .as_ref()
@@ -784,10 +813,10 @@ fn parse_bool(option: &str, text: &str) -> Result<bool, SqlError> {
 }
 
 /// A byte count: `65536`, `64KiB`, `4MB`, `1 MiB` (KB = 1000 bytes, KiB = 1024 bytes).
-fn parse_size(text: &str) -> Result<usize, SqlError> {
+fn parse_size(option: &str, text: &str) -> Result<usize, SqlError> {
     let err = || {
         invalid(&format!(
-            "COPY CHUNK_SIZE must be a positive byte count such as 1048576, '64KiB' or '4MB', got {text}"
+            "COPY {option} must be a positive byte count such as 1048576, '64KiB' or '4MB', got {text}"
         ))
     };
     let t = text.trim();
@@ -881,15 +910,18 @@ fn parse_legacy_options(p: &mut Parser<'_>, opts: &mut OptionSet) -> Result<(), 
             _ => {
                 let _as = p.parse_keyword(Keyword::AS);
                 let v = next_value(p, &name)?;
-                let v =
-                    if name == "chunk_size" && matches!(p.peek_token_ref().token, Token::Word(_)) {
-                        let unit = next_value(p, &name)?;
-                        OptionValue {
-                            text: format!("{}{}", v.text, unit.text),
-                        }
-                    } else {
-                        v
-                    };
+                let v = if matches!(
+                    name.as_str(),
+                    "chunk_size" | "max_line_size" | "memory_limit"
+                ) && matches!(p.peek_token_ref().token, Token::Word(_))
+                {
+                    let unit = next_value(p, &name)?;
+                    OptionValue {
+                        text: format!("{}{}", v.text, unit.text),
+                    }
+                } else {
+                    v
+                };
                 opts.set(&name, Some(v))?;
             }
         }
@@ -1036,7 +1068,10 @@ mod tests {
             err("COPY (SELECT 1) TO 'f' WITH (FORMAT arrow, ENGINE cpu)"),
             "COPY option ENGINE applies to COPY ... FROM only"
         );
-        assert!(err("COPY t FROM 'f' WITH (BOGUS 1)").contains("COMPRESSION, ENGINE, SCHEDULE)"));
+        assert!(
+            err("COPY t FROM 'f' WITH (BOGUS 1)")
+                .contains("ON_ERROR, REJECT_LIMIT, MAX_LINE_SIZE, MEMORY_LIMIT)")
+        );
     }
 
     #[test]
@@ -1171,7 +1206,17 @@ mod tests {
         assert!(err("COPY t FROM 'f' WITH (THREADS 0)").contains("THREADS"));
         assert!(err("COPY t FROM 'f' WITH (NULL)").contains("needs a value"));
         assert!(err("COPY t FROM 'f' WITH (HEADER, HEADER)").contains("more than once"));
-        assert!(err("COPY t FROM 'f' WITH (ENCODING 'latin1')").contains("UTF8"));
+        assert!(err("COPY t FROM 'f' WITH (ENCODING 'ebcdic')").contains("unknown encoding"));
+        assert_eq!(
+            parse("COPY t FROM 'f' WITH (ENCODING 'latin1', MAX_LINE_SIZE '1 MiB', MEMORY_LIMIT '2GB')")
+                .map(|c| (c.options.encoding, c.options.max_line_bytes, c.options.memory_budget))
+                .unwrap(),
+            (Encoding::Latin1, Some(1 << 20), Some(2_000_000_000))
+        );
+        assert!(err("COPY t TO 'f' WITH (ENCODING 'latin1')").contains("UTF-8 only"));
+        assert!(err("COPY t FROM 'f' WITH (REJECT_LIMIT 3)").contains("requires ON_ERROR ignore"));
+        assert!(err("COPY t FROM 'f' WITH (ON_ERROR skip)").contains("ON_ERROR"));
+        assert!(err("COPY t TO 'f' WITH (ON_ERROR ignore)").contains("COPY ... FROM only"));
         assert!(parse("COPY t FROM 'f' WITH (ENCODING 'UTF-8')").is_ok());
         assert!(parse("COPY t FROM 'f' WITH (SCHEDULE deferred)").is_ok());
         assert!(parse_any("COPY t FROM 'f' WITH (FORMAT parquet, SCHEDULE DEFERRED)").is_ok());

@@ -44,6 +44,12 @@ impl SqlState {
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const INSUFFICIENT_RESOURCES: SqlState = SqlState("53000");
+    /// `53200` out_of_memory (a load past its memory budget).
+    pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
+    /// `54000` program_limit_exceeded (a record longer than MAX_LINE_SIZE).
+    pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
+    /// `22P05` untranslatable_character (input that is not in its ENCODING).
+    pub const UNTRANSLATABLE_CHARACTER: SqlState = SqlState("22P05");
     pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
     pub const IO_ERROR: SqlState = SqlState("58030");
@@ -328,6 +334,10 @@ fn load_state(e: &LoadError) -> SqlState {
         LoadError::NullKey { .. } => SqlState::NOT_NULL_VIOLATION,
         LoadError::Options(_) => SqlState::INVALID_PARAMETER_VALUE,
         LoadError::Cancelled => SqlState::QUERY_CANCELED,
+        LoadError::Encoding { .. } => SqlState::UNTRANSLATABLE_CHARACTER,
+        LoadError::LineTooLong { .. } => SqlState::PROGRAM_LIMIT_EXCEEDED,
+        LoadError::MemoryBudget { .. } => SqlState::OUT_OF_MEMORY,
+        LoadError::TooManyRejects { .. } => SqlState::BAD_COPY_FILE_FORMAT,
         _ => SqlState::INTERNAL_ERROR,
     }
 }

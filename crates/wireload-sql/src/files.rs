@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    self as ast, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart,
-    TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    self as ast, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableAlias,
+    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
-use wireload_load::{Input, LoadControl, LoadError, LoadReport, Source};
+use wireload_load::{Encoding, Fields, Input, LoadControl, LoadError, LoadReport, Source};
 use wireload_sniff::{SniffOptions, Sniffed};
 use wireload_storage::{Partitioning, Table, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
@@ -297,15 +297,22 @@ pub fn sources_of(paths: &[String]) -> Result<Vec<Source>, SqlError> {
     Ok(out)
 }
 
-/// Infers the dialect and columns of `source` (the dialect options of `opts` kept): the
-/// whole of a mapped file is sampled, the first 8 MiB of a stream.
-pub fn sniff_source(source: &Source, opts: &SniffOptions) -> Result<Sniffed, SqlError> {
+/// Infers the dialect and columns of `source`, written in `encoding` (the dialect options
+/// of `opts` kept): the whole of a mapped file is sampled, the first 8 MiB of a stream.
+pub fn sniff_source(
+    source: &Source,
+    opts: &SniffOptions,
+    encoding: Encoding,
+) -> Result<Sniffed, SqlError> {
     let name = source.name();
     let load_err = |error: LoadError| SqlError::Load {
         table: name.clone(),
         error,
     };
-    let sniffed = match source.open().map_err(load_err)? {
+    let input = source
+        .open_encoded(encoding, &Arc::default())
+        .map_err(load_err)?;
+    let sniffed = match input {
         Input::Whole(whole) => wireload_sniff::sniff(whole.bytes(), opts),
         Input::Stream(mut blocks) => {
             let mut sample = Vec::new();
@@ -334,7 +341,7 @@ pub fn sniff_source(source: &Source, opts: &SniffOptions) -> Result<Sniffed, Sql
 
 /// Infers the dialect and columns of the file at `path`.
 pub fn sniff_file(path: &Path, opts: &SniffOptions) -> Result<Sniffed, SqlError> {
-    sniff_source(&Source::File(PathBuf::from(path)), opts)
+    sniff_source(&Source::File(PathBuf::from(path)), opts, Encoding::Utf8)
 }
 
 /// What a load of files with inferred columns did.
@@ -363,8 +370,15 @@ pub fn load_inferred(
     }
     let rerunnable = sources.iter().all(is_regular_file);
     let mut sources = sources.to_vec();
+    let encoding = spec.options.encoding;
     let sniffed = if is_regular_file(&sources[0]) {
-        sniff_source(&sources[0], &spec.detect)?
+        sniff_source(&sources[0], &spec.detect, encoding)?
+    } else if encoding != Encoding::Utf8 {
+        return Err(SqlError::NotSupported(format!(
+            "{}: a stream in ENCODING {encoding} is read once, so its columns cannot be \
+             inferred: give them (schema => '...')",
+            sources[0].name()
+        )));
     } else {
         // a stream is read once: the sample is replayed in front of the rest
         let (sample, ended, replay) = sample_stream(&sources[0])?;
@@ -382,6 +396,22 @@ pub fn load_inferred(
         Some(s) => (s.columns.clone(), false),
         None => (sniffed.columns.clone(), true),
     };
+    if inferred && let Some(names) = &spec.project {
+        // only the columns the statement names are deserialized and kept
+        let mut keep: Vec<usize> = (0..columns.len())
+            .filter(|&c| names.contains(&columns[c].name.to_lowercase()))
+            .collect();
+        if keep.is_empty() {
+            keep.push(0);
+        }
+        if keep.len() < columns.len() {
+            options.fields = Some(Fields {
+                count: columns.len(),
+                columns: keep.clone(),
+            });
+            columns = keep.iter().map(|&c| columns[c].clone()).collect();
+        }
+    }
     let mut replanned = Vec::new();
     loop {
         // a re-run counts its progress from the start again
@@ -408,8 +438,13 @@ pub fn load_inferred(
             LoadError::Value { pos, text, .. }
                 if inferred && rerunnable && replanned.len() < MAX_REPLANS =>
             {
+                // the error names the input's column: the table's is where it is read
                 pos.column
                     .checked_sub(1)
+                    .and_then(|field| match &options.fields {
+                        Some(f) => f.columns.iter().position(|&c| c == field),
+                        None => Some(field),
+                    })
                     .filter(|&c| c < columns.len())
                     .and_then(|c| {
                         wireload_sniff::widen(&columns[c].ty, text.as_bytes()).map(|ty| (c, ty))
@@ -624,9 +659,11 @@ impl Visitor for NamesUsed {
                 Some(JoinConstraint::Natural) => self.all = true,
                 Some(JoinConstraint::Using(names)) => {
                     for name in names {
-                        self.names.extend(name.0.iter().filter_map(|p| {
-                            p.as_ident().map(|i| i.value.to_lowercase())
-                        }));
+                        self.names.extend(
+                            name.0
+                                .iter()
+                                .filter_map(|p| p.as_ident().map(|i| i.value.to_lowercase())),
+                        );
                     }
                 }
                 _ => {}
@@ -815,7 +852,7 @@ mod tests {
         assert_eq!(
             q.to_string(),
             format!(
-                "SELECT * FROM \"{}\" AS \"data\" JOIN \"{}\" AS r ON true",
+                "SELECT * FROM \"{}\" AS \"data\" JOIN \"{}\" r ON true",
                 found[0].name, found[1].name
             )
         );
@@ -834,12 +871,15 @@ mod tests {
     fn names_a_statement_uses() {
         assert_eq!(
             used("SELECT A, f.b + 1 FROM 'x.csv' f WHERE c > 2 ORDER BY d"),
-            Some(vec!["a".into(), "b".into(), "c".into(), "d".into(), "f".into()])
+            Some(vec![
+                "a".into(),
+                "b".into(),
+                "c".into(),
+                "d".into(),
+                "f".into()
+            ])
         );
-        assert_eq!(
-            used("SELECT count(*) FROM 'x.csv'"),
-            Some(Vec::new())
-        );
+        assert_eq!(used("SELECT count(*) FROM 'x.csv'"), Some(Vec::new()));
         assert_eq!(used("SELECT * FROM 'x.csv'"), None);
         assert_eq!(used("SELECT t.* FROM 'x.csv' t"), None);
         assert_eq!(used("SELECT a FROM 'x.csv' NATURAL JOIN y"), None);
@@ -847,10 +887,7 @@ mod tests {
             used("SELECT a FROM 'x.csv' JOIN y USING (k)"),
             Some(vec!["a".into(), "k".into()])
         );
-        assert_eq!(
-            used("SELECT a FROM (SELECT * FROM 'x.csv') s"),
-            None
-        );
+        assert_eq!(used("SELECT a FROM (SELECT * FROM 'x.csv') s"), None);
     }
 
     #[test]

@@ -215,6 +215,10 @@ pub struct Database {
     notices: Mutex<Vec<String>>,
     /// The records this session's loads rejected (`ON_ERROR ignore`), by load.
     rejects: Mutex<RejectLog>,
+    /// Tables whose column names came from a file's header (shared by the sessions): their
+    /// mixed-case names resolve case-insensitively, as DuckDB does; names a user wrote in
+    /// `CREATE TABLE` keep PostgreSQL's rule (unquoted folds to lower case).
+    header_named: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// The rejected records of a session's loads, as `wireload_rejects` shows them.
@@ -260,6 +264,7 @@ impl Database {
             auto_compaction: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             notices: Mutex::new(Vec::new()),
             rejects: Mutex::new(RejectLog::default()),
+            header_named: Arc::default(),
         }
     }
 
@@ -279,6 +284,7 @@ impl Database {
             auto_compaction: Arc::clone(&self.auto_compaction),
             notices: Mutex::new(Vec::new()),
             rejects: Mutex::new(RejectLog::default()),
+            header_named: Arc::clone(&self.header_named),
         }
     }
 
@@ -639,9 +645,36 @@ impl Database {
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
         // files in FROM become temporary tables for this statement (dropped with `_files`)
-        let reads = files::extract(&mut statement, &|name| self.table(name).is_ok())?;
+        let mut reads = files::extract(&mut statement, &|name| self.table(name).is_ok())?;
+        if !reads.is_empty() {
+            // a file is loaded with only the columns the statement may use
+            let used = files::names_used(&statement);
+            for read in &mut reads {
+                read.spec.project = used.clone();
+            }
+        }
+        // CREATE TABLE AS from a file: the new table's names are the header's
+        let made_from_files = match &statement {
+            Statement::CreateTableAs(c) if !reads.is_empty() => Some(c.name.clone()),
+            _ => None,
+        };
         let _files = self.materialize(reads, ctl).await?;
         self.mixed_case(&_files).apply(&mut statement);
+        let out = self.dispatch(statement, ctl).await;
+        if out.is_ok()
+            && let Some(name) = made_from_files
+        {
+            self.mark_header_named(&name);
+        }
+        out
+    }
+
+    /// Runs `statement` by its kind.
+    async fn dispatch(
+        &self,
+        statement: Statement,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, SqlError> {
         match statement {
             Statement::Setting(s) => Ok(self.setting(s)),
             Statement::Transaction(t) => self.transaction(t),
@@ -699,12 +732,14 @@ impl Database {
         Ok(temps)
     }
 
-    /// The mixed-case column names of the tables a statement can read (the catalog's and
-    /// `temps`), for unquoted identifiers to resolve case-insensitively.
+    /// The mixed-case column names of the tables a statement can read whose names came
+    /// from a header (files read by the statement, `temps`, and tables made from files),
+    /// for unquoted identifiers to resolve case-insensitively.
     fn mixed_case(&self, temps: &TempTables) -> files::MixedCase {
         let mut names = files::MixedCase::default();
-        for name in self.catalog.table_names() {
-            if let Some(t) = self.catalog.table(&name) {
+        let header_named = self.header_named.lock().unwrap_or_else(|e| e.into_inner());
+        for name in header_named.iter() {
+            if let Some(t) = self.catalog.table(name) {
                 names.add(&t.def().schema);
             }
         }
@@ -735,6 +770,15 @@ impl Database {
                     report.rejects.len()
                 ));
         }
+    }
+
+    /// Makes the mixed-case column names of table `name` (named after a file's header)
+    /// resolve case-insensitively, as DuckDB does.
+    pub fn mark_header_named(&self, name: &str) {
+        self.header_named
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
     }
 
     /// The notices of the statements run since the last call (columns a load re-planned
@@ -1429,6 +1473,10 @@ impl Database {
         }
         for name in &drop.names {
             self.catalog.drop_table(name, true)?;
+            self.header_named
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name);
         }
         Ok(StatementOutput::Done("DROP TABLE".into()))
     }
@@ -1520,9 +1568,9 @@ impl Database {
                 if let Some(detect) = &copy.detect {
                     // AUTO into a table that exists: its columns, the file's dialect
                     let first = sources.first().cloned();
-                    let detect = detect.clone();
+                    let (detect, encoding) = (detect.clone(), options.encoding);
                     let sniffed = off_runtime(move || match first {
-                        Some(s) => files::sniff_source(&s, &detect).map(Some),
+                        Some(s) => files::sniff_source(&s, &detect, encoding).map(Some),
                         None => Ok(None),
                     })
                     .await?;
@@ -1593,6 +1641,7 @@ impl Database {
             options,
             detect,
             schema,
+            project: None,
         };
         let sources = files::sources_of(std::slice::from_ref(&path))?;
         self.create_from_sources(&copy.table, sources, spec, ctl)
@@ -1615,6 +1664,7 @@ impl Database {
                 name.to_string(),
             )));
         }
+        let spec_had_no_schema = spec.schema.is_none();
         let (table, ctl2) = (name.to_string(), ctl.clone());
         let loaded = self
             .run_blocking(spec.options.threads, move || {
@@ -1622,6 +1672,9 @@ impl Database {
             })
             .await?;
         self.catalog.attach(vec![Arc::clone(&loaded.table)])?;
+        if spec_had_no_schema {
+            self.mark_header_named(name);
+        }
         self.after_load(&loaded.report, &loaded.replanned);
         Ok(loaded.report)
     }

@@ -269,3 +269,52 @@ async fn an_empty_file_with_a_header_loads_no_rows() {
         assert!(matches!(&out[0], StatementOutput::Loaded(r) if r.rows == 0));
     }
 }
+
+#[tokio::test]
+async fn a_file_is_loaded_with_only_the_columns_the_statement_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    // the second file's column b holds text where the first file's holds integers: read
+    // whole, b is re-planned; read for `a` only, b is never deserialized
+    let x = file(dir.path(), "x.csv", "a,b\n1,10\n2,20\n");
+    let y = file(dir.path(), "y.csv", "a,b\n3,oops\n");
+    let db = db(2);
+    let sql = format!("SELECT sum(a) FROM read_csv(['{x}', '{y}'])");
+    assert_eq!(query(&db, &sql).await, vec![srow(&["6"])]);
+    assert!(db.take_notices().is_empty());
+    let sql = format!("SELECT count(*) FROM read_csv(['{x}', '{y}']) WHERE b = 'oops'");
+    assert_eq!(query(&db, &sql).await, vec![srow(&["1"])]);
+    assert_eq!(db.take_notices().len(), 1);
+    let sql = format!("SELECT count(*) FROM read_csv(['{x}', '{y}'])");
+    assert_eq!(query(&db, &sql).await, vec![srow(&["3"])]);
+}
+
+#[tokio::test]
+async fn copy_reads_latin1_and_utf16() {
+    let dir = tempfile::tempdir().unwrap();
+    let latin1 = dir.path().join("l1.csv");
+    std::fs::write(&latin1, b"1,caf\xe9\n2,stra\xdfe\n").unwrap();
+    let utf16 = dir.path().join("u16.csv");
+    let mut bytes = vec![0xff, 0xfe];
+    for unit in "3,日本\n".encode_utf16() {
+        bytes.extend_from_slice(&unit.to_le_bytes());
+    }
+    std::fs::write(&utf16, bytes).unwrap();
+    let db = db(2);
+    run(&db, "CREATE TABLE t (id INT, s TEXT)").await.unwrap();
+    run(
+        &db,
+        &format!(
+            "COPY t FROM '{}' (ENCODING 'latin1'); COPY t FROM '{}' (ENCODING 'utf-16')",
+            latin1.display(),
+            utf16.display()
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        query(&db, "SELECT s FROM t ORDER BY id").await,
+        vec![srow(&["café"]), srow(&["straße"]), srow(&["日本"])]
+    );
+    let err = fail(&db, &format!("COPY t FROM '{}'", latin1.display())).await;
+    assert!(err.contains("UTF-8"), "{err}");
+}

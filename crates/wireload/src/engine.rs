@@ -137,6 +137,12 @@ impl Engine {
         })
     }
 
+    /// Makes the mixed-case column names of `table` (a file's header names) resolve
+    /// case-insensitively.
+    pub fn mark_header_named(&self, table: &str) {
+        self.db.mark_header_named(table);
+    }
+
     /// The notices of the statements run since the last call.
     pub fn take_notices(&self) -> Vec<String> {
         self.db.take_notices()

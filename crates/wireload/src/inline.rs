@@ -19,9 +19,9 @@ pub struct Piece {
 /// not parse: running it reports the error).
 pub fn ends_in_copy_from_stdin(sql: &str) -> bool {
     wireload_sql::parse_script(sql).is_ok_and(|statements| {
-        statements.last().is_some_and(|p| {
-            matches!(&p.statement, Statement::CopyFrom(c) if c.path == CopyPath::Client)
-        })
+        statements.last().is_some_and(
+            |p| matches!(&p.statement, Statement::CopyFrom(c) if c.path == CopyPath::Client),
+        )
     })
 }
 

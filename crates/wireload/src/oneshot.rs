@@ -214,6 +214,9 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                 engine
                     .create_table(def)
                     .with_context(|| format!("cannot create table {}", table.name))?;
+                if args.all_varchar {
+                    engine.mark_header_named(&name);
+                }
                 let mut sources = sources(&table.path)?;
                 let report = if sources.len() == 1 {
                     engine.load(&name, sources.remove(0), options.clone(), loader)?
@@ -245,6 +248,7 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                     options: options.clone(),
                     detect: sniff_options(args, &dialect),
                     schema: None,
+                    project: None,
                 };
                 let report = engine
                     .create_from_sources(&table_name(&table.name), sources(&table.path)?, spec)
@@ -299,7 +303,7 @@ pub fn sniff(args: &SniffArgs) -> Result<()> {
     let path = args.file.to_string_lossy();
     let table = match &args.table {
         Some(t) => table_name(t),
-        None => wireload_sql::table_name_of(&path),
+        None => table_name(&wireload_sql::table_name_of(&path)),
     };
     println!("{};", sniffed.create_table_sql(&table));
     println!("{};", sniffed.copy_sql(&table, &path));

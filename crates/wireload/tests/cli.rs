@@ -407,15 +407,83 @@ fn engine_gpu_rejects_mode() {
 }
 
 #[test]
-fn missing_schema_is_an_error() {
+fn without_a_schema_the_columns_are_inferred() {
     let dir = TempDir::new().unwrap();
-    let data = file(&dir, "x.csv", "1\n");
-    let out = wireload()
-        .args(["sql", "--table", &table_arg("t", &data), "SELECT 1"])
-        .output()
-        .unwrap();
+    let data = file(
+        &dir,
+        "People-2024.csv",
+        "Person;Age;Born\nalice;30;1994-03-01\nbob;41;1983-11-20\n",
+    );
+    // --table without --schema, and a file before the SQL (a table named after it)
+    for args in [
+        vec![
+            "sql".to_string(),
+            "--table".into(),
+            table_arg("people_2024", &data),
+            "--format".into(),
+            "csv".into(),
+            "SELECT person, age + 1, arrow_typeof(born) FROM people_2024 ORDER BY age".into(),
+        ],
+        vec![
+            "sql".to_string(),
+            data.display().to_string(),
+            "--format".into(),
+            "csv".into(),
+            "SELECT person, age + 1, arrow_typeof(born) FROM people_2024 ORDER BY age".into(),
+        ],
+    ] {
+        let out = wireload().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stdout(&out),
+            // the header's spelling is kept for display
+            "Person,people_2024.Age + Int64(1),arrow_typeof(people_2024.Born)\n\
+             alice,31,Date32\nbob,42,Date32\n"
+        );
+    }
+    // the statements it would use
+    let out = wireload().arg("sniff").arg(&data).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("CREATE TABLE people_2024 (\"Person\" TEXT, \"Age\" BIGINT, \"Born\" DATE);\nCOPY people_2024 FROM "),
+        "{text}"
+    );
+    assert!(
+        text.contains("DELIMITER ';'") && text.contains("HEADER true"),
+        "{text}"
+    );
+}
+
+#[test]
+fn copy_from_stdin_reads_the_lines_after_it_in_a_script() {
+    let dir = TempDir::new().unwrap();
+    let script = file(
+        &dir,
+        "s.sql",
+        "CREATE TABLE t (id INT, name TEXT);\nCOPY t FROM STDIN (FORMAT csv);\n1,a\n2,\"b;\"\n\\.\nSELECT count(*) AS n, max(name) AS m FROM t;\n",
+    );
+    let out = wireload().arg("-f").arg(&script).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("b;"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("loaded 2 rows into t"),
+        "{}",
+        stderr(&out)
+    );
+    // an error in the data names the script and the data's line
+    let bad = file(
+        &dir,
+        "bad.sql",
+        "CREATE TABLE t (id INT);\nCOPY t FROM STDIN;\n1\nx\n\\.\n",
+    );
+    let out = wireload().arg("-f").arg(&bad).output().unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("--schema"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(COPY data from line 3): line 2"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 const SCRIPT: &str = "\
