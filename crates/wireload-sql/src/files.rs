@@ -315,20 +315,7 @@ pub fn sniff_source(
     let sniffed = match input {
         Input::Whole(whole) => wireload_sniff::sniff(whole.bytes(), opts),
         Input::Stream(mut blocks) => {
-            let mut sample = Vec::new();
-            let mut ended = false;
-            while sample.len() < STREAM_SAMPLE {
-                match blocks.next_block().map_err(load_err)? {
-                    Some(b) => {
-                        sample.extend_from_slice(b.bytes());
-                        blocks.recycle(b);
-                    }
-                    None => {
-                        ended = true;
-                        break;
-                    }
-                }
-            }
+            let (sample, ended) = read_sample(&mut blocks).map_err(load_err)?;
             let opts = SniffOptions {
                 truncated: !ended,
                 ..opts.clone()
@@ -500,20 +487,7 @@ fn sample_stream(source: &Source) -> Result<(Vec<u8>, bool, Source), SqlError> {
             return Ok((bytes, true, replay));
         }
     };
-    let mut sample = Vec::new();
-    let mut ended = false;
-    while sample.len() < STREAM_SAMPLE {
-        match blocks.next_block().map_err(load_err)? {
-            Some(b) => {
-                sample.extend_from_slice(b.bytes());
-                blocks.recycle(b);
-            }
-            None => {
-                ended = true;
-                break;
-            }
-        }
-    }
+    let (sample, ended) = read_sample(&mut blocks).map_err(load_err)?;
     let rest = BlockReader {
         blocks: (!ended).then_some(blocks),
         block: None,
@@ -524,6 +498,21 @@ fn sample_stream(source: &Source) -> Result<(Vec<u8>, bool, Source), SqlError> {
         std::io::Cursor::new(sample.clone()).chain(rest),
     );
     Ok((sample, ended, replay))
+}
+
+/// The first blocks of a stream, up to 8 MiB, and whether they are all of it.
+fn read_sample(blocks: &mut wireload_load::Blocks) -> Result<(Vec<u8>, bool), LoadError> {
+    let mut sample = Vec::new();
+    while sample.len() < STREAM_SAMPLE {
+        match blocks.next_block()? {
+            Some(b) => {
+                sample.extend_from_slice(b.bytes());
+                blocks.recycle(b);
+            }
+            None => return Ok((sample, true)),
+        }
+    }
+    Ok((sample, false))
 }
 
 /// The rest of a stream's blocks as a reader.

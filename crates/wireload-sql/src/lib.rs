@@ -865,20 +865,11 @@ impl Database {
         &self,
         table: &str,
         source: Source,
-        mut options: LoadOptions,
+        options: LoadOptions,
         ctl: &LoadControl,
     ) -> Result<LoadReport, SqlError> {
-        let target = self.table(table)?;
-        let name = target.name().to_string();
-        let ctl = ctl.clone();
-        options.threads = Some(options.threads.unwrap_or(self.threads));
-        let report = off_runtime(move || {
-            wireload_load::load_into(&target, &source, &options, &ctl)
-                .map_err(|error| SqlError::Load { table: name, error })
-        })
-        .await?;
-        self.after_load(&report, &[]);
-        Ok(report)
+        // one source: the single-file load
+        self.load_sources(table, vec![source], options, ctl).await
     }
 
     /// Loads the CSV `source` in `dialect` into table `table` on the GPU, off the async
