@@ -59,6 +59,7 @@ pub use publish::{Appender, Published, Sink, Sites, Unit};
 pub use reject::{MAX_REJECTS, RAW_LINE_CHARS, Reject};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
+pub use wireload_types::unique_column_names;
 
 use wireload_csv::ScanConfig;
 use wireload_storage::Table;
@@ -216,27 +217,6 @@ pub fn rebuild_indexes(
     version: wireload_storage::TableVersion,
 ) -> Result<wireload_storage::TableVersion, LoadError> {
     indexing::rebuild_indexes(def, version)
-}
-
-/// Column names usable in a table: an empty name becomes `columnN` (1-based position), and a
-/// repeated name gets a `_2`, `_3`... suffix.
-pub fn unique_column_names(names: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        let base = if name.trim().is_empty() {
-            format!("column{}", i + 1)
-        } else {
-            name.clone()
-        };
-        let mut candidate = base.clone();
-        let mut n = 2;
-        while out.contains(&candidate) {
-            candidate = format!("{base}_{n}");
-            n += 1;
-        }
-        out.push(candidate);
-    }
-    out
 }
 
 /// The start of a stream up to the end of its first record: a stream (a compressed file)

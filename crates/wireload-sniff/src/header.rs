@@ -82,28 +82,7 @@ pub(crate) fn column_names(header: Option<&[FirstField]>, ncols: usize) -> Vec<S
                 .unwrap_or_default()
         })
         .collect();
-    unique_column_names(&given)
-}
-
-/// The rule of `wireload_load::unique_column_names`: a blank name becomes `columnN`
-/// (1-based), a repeated one gets `_2`, `_3`, ... until unique.
-fn unique_column_names(names: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        let base = if name.trim().is_empty() {
-            format!("column{}", i + 1)
-        } else {
-            name.clone()
-        };
-        let mut candidate = base.clone();
-        let mut n = 2;
-        while out.contains(&candidate) {
-            candidate = format!("{base}_{n}");
-            n += 1;
-        }
-        out.push(candidate);
-    }
-    out
+    wireload_types::unique_column_names(&given)
 }
 
 #[cfg(test)]

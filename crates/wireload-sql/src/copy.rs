@@ -140,6 +140,17 @@ impl OutputFormat {
     }
 }
 
+/// `options` with the default memory budget (a fraction of the memory available now)
+/// unless `MEMORY_LIMIT` gave one: a load that would take more memory than the machine
+/// has fails cleanly instead of being killed.
+pub(crate) fn with_default_budget(mut options: LoadOptions) -> LoadOptions {
+    if options.memory_budget.is_none() {
+        options.memory_budget =
+            Some(wireload_load::default_memory_budget()).filter(|&b| b < u64::MAX);
+    }
+    options
+}
+
 /// How `read_csv(...)` and `SELECT ... FROM 'file'` read: the load options, what the
 /// sniffer keeps, and the columns when given (`schema => 'a INT, b TEXT'`).
 #[derive(Debug, Clone, Default)]
@@ -628,10 +639,10 @@ impl OptionSet {
                 Some(v) => Some(parse_size("MAX_LINE_SIZE", &v.text)?),
                 None => None,
             },
-            // a load that would take more memory than the machine has fails cleanly
+            // None: the default, decided when the load runs (`with_default_budget`)
             memory_budget: match &self.memory_limit {
                 Some(v) => Some(parse_size("MEMORY_LIMIT", &v.text)? as u64),
-                None => Some(wireload_load::default_memory_budget()).filter(|&b| b < u64::MAX),
+                None => None,
             },
             ..LoadOptions::default()
         };

@@ -377,7 +377,7 @@ pub fn load_inferred(
         wireload_sniff::sniff(&sample, &detect)
             .map_err(|e| SqlError::InvalidOption(format!("{}: {e}", sources[0].name())))?
     };
-    let mut options = spec.options.clone();
+    let mut options = crate::copy::with_default_budget(spec.options.clone());
     options.dialect = sniffed.dialect.clone();
     let (mut columns, inferred) = match &spec.schema {
         Some(s) => (s.columns.clone(), false),

@@ -1683,6 +1683,7 @@ impl Database {
         let name = target.name().to_string();
         let ctl = ctl.clone();
         options.threads = Some(options.threads.unwrap_or(self.threads));
+        let options = copy::with_default_budget(options);
         let report = off_runtime(move || {
             wireload_load::load_files(&target, &sources, &options, &ctl)
                 .map_err(|error| SqlError::Load { table: name, error })

@@ -24,7 +24,7 @@ pub mod ty;
 
 pub use builder::ColumnBuilder;
 pub use error::{FieldError, ValueError};
-pub use schema::{ColumnDef, TableSchema};
+pub use schema::{ColumnDef, TableSchema, unique_column_names};
 pub use ty::SqlType;
 
 /// One field of input text as the CSV scanner delivers it (quotes and escapes already removed).

@@ -37,6 +37,27 @@ impl TableSchema {
     }
 }
 
+/// Column names usable in a table: an empty name becomes `columnN` (1-based position), and a
+/// repeated name gets a `_2`, `_3`... suffix.
+pub fn unique_column_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let base = if name.trim().is_empty() {
+            format!("column{}", i + 1)
+        } else {
+            name.clone()
+        };
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while out.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
