@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use wireload_load::{Dialect, LoadControl, LoadOptions, OnError, Source};
 use wireload_sniff::SniffOptions;
 use wireload_storage::{Table, TableDef};
+use wireload_types::{DateTimeFormat, Formats};
 
 use crate::arrow::ArrowResult;
 use crate::errors::{InternalError, ProgrammingError, load_error, sql_error};
@@ -26,7 +27,8 @@ const TABLE: &str = "read_csv";
 #[pyo3(signature = (
     paths, schema=None, delimiter=None, quote=Some(String::from("\"")), escape=None,
     header=None, null=String::new(), threads=None, columns=None, on_error="stop",
-    progress=false, memory_map=None, block_bytes=None, all_varchar=false
+    progress=false, memory_map=None, block_bytes=None, all_varchar=false,
+    date_format=None, timestamp_format=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_csv(
@@ -45,6 +47,8 @@ pub fn load_csv(
     memory_map: Option<bool>,
     block_bytes: Option<usize>,
     all_varchar: bool,
+    date_format: Option<String>,
+    timestamp_format: Option<String>,
 ) -> PyResult<ArrowResult> {
     let on_error = on_error
         .parse::<OnError>()
@@ -73,11 +77,21 @@ pub fn load_csv(
     dialect
         .validate()
         .map_err(|e| ProgrammingError::new_err(e.0))?;
+    let format = |f: Option<String>| {
+        f.map(|f| f.parse::<DateTimeFormat>())
+            .transpose()
+            .map_err(|e| ProgrammingError::new_err(e.to_string()))
+    };
+    let formats = Formats {
+        date: format(date_format)?,
+        timestamp: format(timestamp_format)?,
+    };
     let options = LoadOptions {
         dialect,
         // None: rayon's global pool, one thread per core
         threads,
         on_error,
+        formats,
         ..LoadOptions::default()
     };
     // the inputs' size (unknown sizes count as large: the load reports what is wrong)
@@ -144,6 +158,7 @@ pub fn load_csv(
                     escape: Some(options.dialect.escape),
                     header,
                     null: Some(options.dialect.null.clone()),
+                    formats,
                     ..SniffOptions::default()
                 },
                 options,

@@ -58,3 +58,30 @@ def test_an_explicit_dialect_is_kept(tmp_path):
     table = wireload.read_csv(path, delimiter=";", header=False)
     assert table.column_names == ["column1", "column2"]
     assert table.column("column2").to_pylist() == [2, 4]
+
+
+def test_dates_in_other_formats(tmp_path):
+    import datetime as dt
+
+    path = tmp_path / "orders.csv"
+    path.write_text("id,ordered,shipped\n1,25/12/2023,12/26/2023 3:30 PM\n2,05/01/2024,1/6/2024 9:00 AM\n")
+    # inferred: day first, 12-hour times
+    table = wireload.read_csv(path)
+    assert table.column("ordered").to_pylist() == [dt.date(2023, 12, 25), dt.date(2024, 1, 5)]
+    assert table.column("shipped").to_pylist() == [
+        dt.datetime(2023, 12, 26, 15, 30),
+        dt.datetime(2024, 1, 6, 9, 0),
+    ]
+    # given, with a schema
+    table = wireload.read_csv(
+        path,
+        schema="id INT, ordered DATE, shipped TIMESTAMP",
+        date_format="%d/%m/%Y",
+        timestamp_format="%m/%d/%Y %I:%M %p",
+    )
+    assert table.column("ordered").to_pylist() == [dt.date(2023, 12, 25), dt.date(2024, 1, 5)]
+    with pytest.raises(wireload.DataError) as e:
+        wireload.read_csv(path, schema="id INT, ordered DATE, shipped TEXT", date_format="%m/%d/%Y")
+    assert e.value.line == 2
+    with pytest.raises(wireload.ProgrammingError, match="invalid date/time format"):
+        wireload.read_csv(path, date_format="%d/%m")

@@ -235,6 +235,8 @@ def load_csv(
     progress: Optional[bool] = None,
     memory_map: Optional[bool] = None,
     all_varchar: bool = False,
+    date_format: Optional[str] = None,
+    timestamp_format: Optional[str] = None,
 ) -> ArrowResult:
     """Loads CSV files as `read_csv` does and returns wireload's own record batches (an
     `ArrowResult`, readable by any Arrow library through `__arrow_c_stream__`)."""
@@ -252,6 +254,8 @@ def load_csv(
         progress=_interactive() if progress is None else progress,
         memory_map=memory_map,
         all_varchar=all_varchar,
+        date_format=date_format,
+        timestamp_format=timestamp_format,
     )
 
 
@@ -269,6 +273,8 @@ def read_csv(
     progress: Optional[bool] = None,
     memory_map: Optional[bool] = None,
     all_varchar: bool = False,
+    date_format: Optional[str] = None,
+    timestamp_format: Optional[str] = None,
 ) -> _pa.Table:
     """Loads CSV files with wireload's parallel loader into a `pyarrow.Table`.
 
@@ -303,6 +309,11 @@ def read_csv(
             blocks.
         all_varchar: without a schema, every column is text, named after the header, and
             the dialect is not detected (the arguments' defaults: ``,``, a header).
+        date_format: how DATE values are written when not ISO, strftime-style
+            (``"%d/%m/%Y"``; ``%Y %y %m %d %b %B``); ISO dates are read too. None: ISO, or
+            detected without a schema.
+        timestamp_format: the same for TIMESTAMP values (``"%m/%d/%Y %I:%M %p"``; also
+            ``%H %I %M %S %f %p``).
 
     Raises:
         DataError: a bad value or record, with its ``file``, ``line``, ``column``,
@@ -326,6 +337,8 @@ def read_csv(
             progress=progress,
             memory_map=memory_map,
             all_varchar=all_varchar,
+            date_format=date_format,
+            timestamp_format=timestamp_format,
         )
     )
 

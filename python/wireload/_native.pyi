@@ -72,4 +72,6 @@ def load_csv(
     memory_map: Optional[bool] = None,
     block_bytes: Optional[int] = None,
     all_varchar: bool = False,
+    date_format: Optional[str] = None,
+    timestamp_format: Optional[str] = None,
 ) -> ArrowResult: ...

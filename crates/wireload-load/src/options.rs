@@ -114,6 +114,9 @@ pub struct LoadOptions {
     /// Which input fields the table's columns come from; `None`: the input has the
     /// table's columns, in order.
     pub fields: Option<Fields>,
+    /// How DATE and TIMESTAMP values are written when not ISO (`DATEFORMAT`,
+    /// `TIMESTAMPFORMAT`); ISO values are read either way.
+    pub formats: wireload_types::Formats,
 }
 
 /// Which fields of the input the table's columns come from (projection pushdown).

@@ -14,7 +14,7 @@ use wireload_csv::{
     line_of,
 };
 use wireload_storage::{Partitioning, TableDef};
-use wireload_types::{ColumnDef, ValueError};
+use wireload_types::{ColumnDef, Formats, ValueError};
 
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
@@ -126,6 +126,8 @@ pub(crate) struct LoadCtx<'a> {
     pub proj: &'a Projection,
     pub schema: SchemaRef,
     pub null: Vec<u8>,
+    /// how non-ISO dates and timestamps are written
+    pub formats: Formats,
     pub partitions: usize,
     pub key_column: Option<usize>,
     pub hints: &'a Hints,
@@ -489,6 +491,7 @@ impl<'a> CsvParse<'a> {
             proj: &self.proj,
             schema: self.schema.clone(),
             null: self.opts.dialect.null.clone(),
+            formats: self.opts.formats,
             partitions: self.partitions,
             key_column: self.key_column,
             hints: &self.hints,

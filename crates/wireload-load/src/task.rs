@@ -96,6 +96,7 @@ fn new_builders(ctx: &LoadCtx<'_>, len: usize) -> Vec<Vec<ColumnBuilder>> {
                         sizing.rows[p],
                         sizing.str_bytes[p][c],
                     )
+                    .with_formats(&ctx.formats)
                 })
                 .collect()
         })
@@ -179,7 +180,8 @@ fn fast(
         } else {
             let key = ctx.key_column.expect("partitioned table has a key");
             let key_field = fields[key];
-            let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0);
+            let mut kb =
+                ColumnBuilder::new(&ctx.columns[key].ty, true, rows, 0).with_formats(&ctx.formats);
             kb.append_fields(
                 (0..rows).map(|r| field(&batch, data, r, key_field)),
                 &ctx.null,
@@ -404,7 +406,8 @@ fn good_rows(
         let (column, f) = (&ctx.columns[c], ctx.proj.fields[c]);
         let mut from = 0;
         while from < n {
-            let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+            let mut b =
+                ColumnBuilder::new(&column.ty, column.nullable, 0, 0).with_formats(&ctx.formats);
             match b.append_fields((from..n).map(|r| field(batch, ctx.data, r, f)), &ctx.null) {
                 Ok(()) => break,
                 Err(e) => {
@@ -466,7 +469,8 @@ impl GoodRows {
         if nparts > 1 {
             let key = ctx.key_column.expect("partitioned table has a key");
             let key_field = ctx.proj.fields[key];
-            let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows.len(), 0);
+            let mut kb = ColumnBuilder::new(&ctx.columns[key].ty, true, rows.len(), 0)
+                .with_formats(&ctx.formats);
             checked(
                 kb.append_fields(
                     rows.iter()
@@ -533,7 +537,8 @@ fn earliest_error(
         } else {
             best.0
         };
-        let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+        let mut b =
+            ColumnBuilder::new(&column.ty, column.nullable, 0, 0).with_formats(&ctx.formats);
         if let Err(e) = b.append_fields((0..upto).map(|r| field(batch, ctx.data, r, f)), &ctx.null)
             && (e.index, f) < (best.0, fields[best.1])
         {
@@ -551,7 +556,8 @@ fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError>
     // in input field order: of two invalid fields in a row, the first is named
     for &c in &ctx.proj.by_field {
         let (column, f) = (&ctx.columns[c], ctx.proj.fields[c]);
-        let mut b = ColumnBuilder::new(&column.ty, column.nullable, 0, 0);
+        let mut b =
+            ColumnBuilder::new(&column.ty, column.nullable, 0, 0).with_formats(&ctx.formats);
         if let Err(e) = b.append_fields(
             (0..batch.rows()).map(|r| field(batch, ctx.data, r, f)),
             &ctx.null,

@@ -226,7 +226,7 @@ impl Connection {
     {
         let statement = match statement {
             Statement::CopyFrom(copy) if copy.path == CopyPath::Client => {
-                return self.start_copy_in(copy).await;
+                return self.start_copy_in(*copy).await;
             }
             Statement::CopyTo(copy) if copy.path == CopyPath::Client => {
                 return self.copy_out(client, copy).await;

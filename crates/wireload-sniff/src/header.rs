@@ -13,7 +13,7 @@
 //!   or TIMESTAMP. `name,city` over `bob,paris` is a header (text over text cannot be
 //!   told apart, and files with a header are the more common; DuckDB decides the same).
 
-use wireload_types::{Field, SqlType};
+use wireload_types::{Field, Formats, SqlType};
 
 use crate::types::{Candidates, LADDER};
 
@@ -40,20 +40,25 @@ fn typed(field: &FirstField, null: &[u8]) -> bool {
         && !letter
         && LADDER[..LADDER.len() - 1]
             .iter()
-            .any(|ty| Candidates::fits(ty, f, null))
+            .any(|ty| Candidates::fits(ty, f, null, &Formats::default()))
 }
 
-/// Whether `first` is a header over the other records, whose per-column candidates are
-/// `rest` (empty when there are no other records); see the module doc.
-pub(crate) fn is_header(first: &[FirstField], rest: &[Candidates], null: &[u8]) -> bool {
-    let types: Vec<SqlType> = rest.iter().map(Candidates::sql_type).collect();
+/// Whether `first` is a header over the other records, whose column types are `types`
+/// with dates and timestamps in `formats` (no types when there are no other records);
+/// see the module doc.
+pub(crate) fn is_header(
+    first: &[FirstField],
+    types: &[SqlType],
+    formats: &Formats,
+    null: &[u8],
+) -> bool {
     if types.iter().any(|t| !t.is_string()) {
-        return first.iter().zip(&types).enumerate().any(|(i, (f, ty))| {
+        return first.iter().zip(types).enumerate().any(|(i, (f, ty))| {
             let field = Field {
                 bytes: &f.0,
                 quoted: f.1,
             };
-            !ty.is_string() && named(i, f, null) && !Candidates::fits(ty, field, null)
+            !ty.is_string() && named(i, f, null) && !Candidates::fits(ty, field, null, formats)
         });
     }
     let all_named = first.iter().enumerate().all(|(i, f)| named(i, f, null))
@@ -88,6 +93,7 @@ pub(crate) fn column_names(header: Option<&[FirstField]>, ncols: usize) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::FormatGuesses;
 
     fn first(fields: &[&str]) -> Vec<FirstField> {
         fields
@@ -96,16 +102,22 @@ mod tests {
             .collect()
     }
 
-    fn rest(columns: &[&[&[u8]]]) -> Vec<Candidates> {
-        columns
+    fn rest(columns: &[&[&[u8]]]) -> Vec<SqlType> {
+        let guesses = FormatGuesses::default();
+        let candidates: Vec<Candidates> = columns
             .iter()
             .map(|values| {
                 let fields: Vec<Field<'_>> = values.iter().map(|v| Field::unquoted(v)).collect();
                 let mut c = Candidates::default();
-                c.observe(&fields, b"");
+                c.observe(&fields, b"", &guesses);
                 c
             })
-            .collect()
+            .collect();
+        crate::types::resolve(&candidates, &guesses).0
+    }
+
+    fn is_header(first: &[FirstField], types: &[SqlType], null: &[u8]) -> bool {
+        super::is_header(first, types, &Formats::default(), null)
     }
 
     #[test]

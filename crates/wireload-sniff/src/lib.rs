@@ -16,7 +16,10 @@
 //! more than one field with at least 90% of them agreeing on the count, has the largest
 //! share of agreeing records, quotes some field, and has the most fields wins; ties go to
 //! that order. A one-column file gets a delimiter its values do not contain. BOM and line
-//! ending (`\n`, `\r\n`, `\r`) are reported.
+//! ending (`\n`, `\r\n`, `\r`) are reported. When every candidate left breaks the
+//! structure somewhere (a quote the caller fixed, used loosely in the data), the best one
+//! is still returned, typed on the records that read: the load then reports the break with
+//! its line (or rejects that record under `ON_ERROR ignore`), as for any input.
 //!
 //! # Header
 //! When some column of the other records is not TEXT (DuckDB's rule), the first record is
@@ -37,7 +40,10 @@
 //!   lose their zeros as numbers (DuckDB keeps them VARCHAR too);
 //! - BOOLEAN takes `true`/`false`, `t`/`f`, `yes`/`no`, `y`/`n`, `on`/`off`, not `1`/`0`;
 //! - DATE and TIMESTAMP take ISO dates (`2024-01-05`, `2024-01-05 10:00:00[.ffffff]`,
-//!   `T` or space); other date forms and values with a time zone are TEXT;
+//!   `T` or space), and other forms (`05/01/2024`, `08-Jan-1999`, `1/5/2024 3:30 PM`) by
+//!   one date and one timestamp format per input ([`Sniffed::formats`], the load's
+//!   `DATEFORMAT` and `TIMESTAMPFORMAT`; see [`DATE_FORMATS`]); values with a time zone are
+//!   TEXT;
 //! - quoted numbers (`"42"`) are numbers (the loader parses them); a quoted empty string
 //!   is a value, not NULL, and only TEXT holds it;
 //! - NULL fields (the NULL string, unquoted) are skipped; a column of only NULLs is TEXT.
@@ -74,16 +80,16 @@ mod sql;
 mod types;
 
 use wireload_csv::Dialect;
-use wireload_types::{ColumnDef, Field, SqlType};
+use wireload_types::{ColumnDef, Field, Formats, SqlType};
 
 pub use error::SniffError;
 pub use sample::DEFAULT_SAMPLE_BYTES;
 pub use sql::quote_ident;
-pub use types::widen;
+pub use types::{DATE_FORMATS, widen};
 
 use header::FirstField;
 use records::{Reader, Record, Step, Syntax};
-use types::Candidates;
+use types::{Candidates, FormatGuesses};
 
 /// What the caller already knows; None = detect.
 #[derive(Debug, Clone, Default)]
@@ -103,6 +109,8 @@ pub struct SniffOptions {
     /// `data` is a prefix of a longer input (a stream): its last record may be cut, so it
     /// is not sampled unless a record delimiter ends it.
     pub truncated: bool,
+    /// The date and timestamp formats, where known (a format given is the only one tried).
+    pub formats: Formats,
 }
 
 /// How the records of an input end.
@@ -131,6 +139,8 @@ pub struct Sniffed {
     pub line_ending: LineEnding,
     /// Data records whose values were typed (the header not counted).
     pub rows_sampled: usize,
+    /// How the DATE and TIMESTAMP columns that are not ISO are written.
+    pub formats: Formats,
 }
 
 /// Records typed together, in one flat buffer.
@@ -171,7 +181,7 @@ impl Batch {
     }
 
     /// Narrows each column's candidates by its fields, and empties the batch.
-    fn flush(&mut self, columns: &mut [Candidates], null: &[u8]) {
+    fn flush(&mut self, columns: &mut [Candidates], null: &[u8], guesses: &FormatGuesses) {
         let rows = self.rows();
         if rows == 0 {
             return;
@@ -188,7 +198,7 @@ impl Batch {
                         quoted,
                     }),
             );
-            candidates.observe(&fields, null);
+            candidates.observe(&fields, null, guesses);
         }
         drop(fields);
         self.bytes.clear();
@@ -220,18 +230,13 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
         .enumerate()
         .map(|(i, d)| detect::trial(data, &windows, d, i, complete_at_end))
         .collect();
+    // When every candidate breaks the structure somewhere (a quote the caller fixed, used
+    // loosely), the best one is still the dialect: the load reports the break with its
+    // line, or rejects that record under ON_ERROR ignore, as it does for any input.
     let best = detect::best(trials).expect("at least one candidate");
-    if let Some((broken, at)) = best.broken {
-        return Err(SniffError::NoDialect {
-            delimiter: sql_byte(Some(best.dialect.delimiter)),
-            quote: sql_byte(best.dialect.quote),
-            problem: broken.describe(),
-            offset: at,
-            line: wireload_csv::line_of(data, at),
-        });
-    }
 
     let ncols = best.ncols.max(1);
+    let guesses = FormatGuesses::new(&opts.formats);
     let syntax = Syntax::of(&best.dialect);
     let mut rest = vec![Candidates::default(); ncols];
     let mut first: Option<Vec<FirstField>> = None;
@@ -279,7 +284,7 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             batch.push(&rec);
             rows += 1;
             if batch.rows() == BATCH_ROWS || batch.spans.len() >= BATCH_FIELDS {
-                batch.flush(&mut rest, &null);
+                batch.flush(&mut rest, &null, &guesses);
             }
         }
         if let Err(e) = std::str::from_utf8(&data[start..read_to]) {
@@ -290,7 +295,7 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             });
         }
     }
-    batch.flush(&mut rest, &null);
+    batch.flush(&mut rest, &null, &guesses);
 
     let mut dialect = best.dialect;
     let Some(first) = first else {
@@ -306,11 +311,13 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             bom,
             line_ending,
             rows_sampled: 0,
+            formats: opts.formats,
         });
     };
     let header = opts.header.unwrap_or_else(|| {
-        let others: &[Candidates] = if rows > 0 { &rest } else { &[] };
-        header::is_header(&first, others, &null)
+        let (types, formats) = types::resolve(&rest, &guesses);
+        let types: &[SqlType] = if rows > 0 { &types } else { &[] };
+        header::is_header(&first, types, &formats, &null)
     });
     let mut rows_sampled = rows;
     let mut columns = rest;
@@ -324,27 +331,32 @@ pub fn sniff(data: &[u8], opts: &SniffOptions) -> Result<Sniffed, SniffError> {
             .collect();
         for (c, candidates) in columns.iter_mut().enumerate() {
             let mut one = Candidates::default();
-            one.observe(&fields[c..c + 1], &null);
+            one.observe(&fields[c..c + 1], &null, &guesses);
             *candidates = candidates.merge(one);
         }
         rows_sampled += 1;
     }
     let names = header::column_names(header.then_some(&first[..]), ncols);
     dialect.header = header;
+    let (types, mut formats) = types::resolve(&columns, &guesses);
+    // a format given is kept, whether or not a column needs it
+    formats.date = opts.formats.date.or(formats.date);
+    formats.timestamp = opts.formats.timestamp.or(formats.timestamp);
     Ok(Sniffed {
         dialect,
         columns: names
             .into_iter()
-            .zip(&columns)
-            .map(|(name, c)| ColumnDef {
+            .zip(types)
+            .map(|(name, ty)| ColumnDef {
                 name,
-                ty: c.sql_type(),
+                ty,
                 nullable: true,
             })
             .collect(),
         bom,
         line_ending,
         rows_sampled,
+        formats,
     })
 }
 
@@ -355,16 +367,6 @@ fn ending(data: &[u8], terminator: Option<usize>) -> LineEnding {
         Some((b'\r', _)) => LineEnding::Cr,
         Some(_) => LineEnding::Lf,
         None => LineEnding::None,
-    }
-}
-
-/// A one-byte option as SQL writes it (`','`, `''` for none).
-fn sql_byte(b: Option<u8>) -> String {
-    match b {
-        Some(b'\t') => "E'\\t'".into(),
-        Some(b'\'') => "''''".into(),
-        Some(b) => format!("'{}'", b as char),
-        None => "''".into(),
     }
 }
 

@@ -51,17 +51,6 @@ pub(crate) enum Broken {
     UnterminatedQuote,
 }
 
-impl Broken {
-    /// What was wrong, in words.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Broken::QuoteInUnquotedField => "a quote inside an unquoted field",
-            Broken::TextAfterClosingQuote => "text after a closing quote",
-            Broken::UnterminatedQuote => "a quoted field not closed before the end of the input",
-        }
-    }
-}
-
 /// One record's fields, unescaped, in one reused buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Record {

@@ -240,6 +240,15 @@ impl Sniffed {
         if !d.null.is_empty() {
             options.push(format!("NULL {}", literal(&d.null)));
         }
+        if let Some(f) = self.formats.date {
+            options.push(format!("DATEFORMAT {}", literal(f.to_string().as_bytes())));
+        }
+        if let Some(f) = self.formats.timestamp {
+            options.push(format!(
+                "TIMESTAMPFORMAT {}",
+                literal(f.to_string().as_bytes())
+            ));
+        }
         format!(
             "COPY {} FROM {} WITH ({})",
             quote_ident(table),

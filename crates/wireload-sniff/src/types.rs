@@ -19,12 +19,102 @@
 //! - TIMESTAMP: a date, then a time of digits, `:` and `.`; a value with a time zone
 //!   (`Z`, `+02`) is TEXT, since TIMESTAMP (without time zone) would drop the offset.
 //!
+//! Dates and timestamps in other forms than ISO (`01/05/2024`, `5.1.2024 10:00`,
+//! `08-Jan-1999`, `1/5/2024 3:30 PM`) are read by a format ([`Formats`]): a column whose
+//! values all match one of [`DATE_FORMATS`] (or of the timestamp formats, a date format
+//! then a time) is DATE (TIMESTAMP). One format serves a whole input, as `DATEFORMAT`
+//! does for a load: the one that the most such columns fit, the earlier in the list on a
+//! tie (day before month when both read every value, as DuckDB 2.0 picks: `05/01/2024`
+//! is January 5); columns it does not fit stay TEXT. The samples spread over the whole
+//! input, so one day above 12 anywhere in them settles the order. ISO values fit every format, since the
+//! loader reads ISO whatever the format.
+//!
 //! Quoted fields are typed like unquoted ones (the loader parses a quoted `"42"` as 42,
 //! as DuckDB infers too), except that a quoted empty string is a value, not NULL, and fits
 //! only TEXT. NULL fields (unquoted and equal to the NULL string) fit every type; a column
 //! with no other values is TEXT.
 
-use wireload_types::{ColumnBuilder, Field, SqlType};
+use std::sync::LazyLock;
+
+use wireload_types::{ColumnBuilder, DateTimeFormat, Field, Formats, SqlType};
+
+/// The date formats tried for columns that are not ISO, in order of preference: two-digit
+/// years first (`%Y` reads `24` as the year 24).
+pub const DATE_FORMATS: [&str; 20] = [
+    "%d/%m/%y",
+    "%m/%d/%y",
+    "%d-%m-%y",
+    "%m-%d-%y",
+    "%d.%m.%y",
+    "%d/%m/%Y",
+    "%m/%d/%Y",
+    "%Y/%m/%d",
+    "%d-%m-%Y",
+    "%m-%d-%Y",
+    "%d.%m.%Y",
+    "%Y.%m.%d",
+    "%d-%b-%y",
+    "%d-%b-%Y",
+    "%d %b %Y",
+    "%b %d %Y",
+    "%d %B %Y",
+    "%B %d %Y",
+    "%b %d, %Y",
+    "%B %d, %Y",
+];
+
+/// How many of [`DATE_FORMATS`] (the first ones, all digits) timestamps are tried with.
+const NUMERIC_DATES: usize = 12;
+
+/// The times of day after a date in the timestamp formats tried.
+const TIMES: [&str; 4] = ["%H:%M:%S", "%H:%M", "%I:%M:%S %p", "%I:%M %p"];
+
+/// The formats inference tries (or the ones the caller fixed), at most 64 of each.
+#[derive(Debug, Clone)]
+pub(crate) struct FormatGuesses {
+    dates: Vec<DateTimeFormat>,
+    timestamps: Vec<DateTimeFormat>,
+}
+
+/// The default guesses: [`DATE_FORMATS`], and the ISO and numeric dates followed by each
+/// of [`TIMES`] (ISO with a 24-hour time is read without a format).
+static DEFAULT_GUESSES: LazyLock<FormatGuesses> = LazyLock::new(|| {
+    let parse = |f: &str| f.parse::<DateTimeFormat>().expect("a valid format");
+    let mut timestamps = Vec::new();
+    for date in std::iter::once("%Y-%m-%d").chain(DATE_FORMATS[..NUMERIC_DATES].iter().copied()) {
+        for (k, time) in TIMES.iter().enumerate() {
+            if date != "%Y-%m-%d" || k >= 2 {
+                timestamps.push(parse(&format!("{date} {time}")));
+            }
+        }
+    }
+    FormatGuesses {
+        dates: DATE_FORMATS.iter().map(|f| parse(f)).collect(),
+        timestamps,
+    }
+});
+
+impl FormatGuesses {
+    /// The formats to try: those `fixed` gives, the default guesses for the others.
+    pub fn new(fixed: &Formats) -> Self {
+        FormatGuesses {
+            dates: match fixed.date {
+                Some(f) => vec![f],
+                None => DEFAULT_GUESSES.dates.clone(),
+            },
+            timestamps: match fixed.timestamp {
+                Some(f) => vec![f],
+                None => DEFAULT_GUESSES.timestamps.clone(),
+            },
+        }
+    }
+}
+
+impl Default for FormatGuesses {
+    fn default() -> Self {
+        FormatGuesses::new(&Formats::default())
+    }
+}
 
 /// The candidate types, narrowest first; TEXT, the last, takes everything.
 pub(crate) const LADDER: [SqlType; 6] = [
@@ -75,9 +165,35 @@ fn has_shape(ty: &SqlType, bytes: &[u8]) -> bool {
 }
 
 /// Whether the loader accepts every field for `ty` (a one-off builder; NULL is `null`).
-fn loads(ty: &SqlType, fields: &[Field<'_>], null: &[u8]) -> bool {
-    let mut builder = ColumnBuilder::new(ty, true, fields.len(), 0);
+fn loads(ty: &SqlType, fields: &[Field<'_>], null: &[u8], formats: &Formats) -> bool {
+    let mut builder = ColumnBuilder::new(ty, true, fields.len(), 0).with_formats(formats);
     builder.append_fields(fields.iter().copied(), null).is_ok()
+}
+
+/// Whether `bytes` is a value of `ty` (DATE or TIMESTAMP) as `format` or ISO writes it.
+fn fits_format(ty: &SqlType, format: &DateTimeFormat, field: Field<'_>) -> bool {
+    format.matches(field.bytes)
+        || (has_shape(ty, field.bytes) && loads(ty, &[field], b"\0", &Formats::default()))
+}
+
+/// Clears the bits of `mask` whose format some value of `fields` does not fit.
+fn narrow_formats(
+    mask: &mut u64,
+    ty: &SqlType,
+    formats: &[DateTimeFormat],
+    fields: &[Field<'_>],
+    null: &[u8],
+) {
+    for (i, format) in formats.iter().enumerate() {
+        let bit = 1u64 << i;
+        if *mask & bit != 0
+            && !fields
+                .iter()
+                .all(|f| (!f.quoted && f.bytes == null) || fits_format(ty, format, *f))
+        {
+            *mask &= !bit;
+        }
+    }
 }
 
 /// What one column's sampled values allow.
@@ -89,6 +205,10 @@ pub(crate) struct Candidates {
     any_value: bool,
     /// a value with a digit was seen
     any_digit: bool,
+    /// bit `i` set: every value so far is a date in guess `i` (or ISO)
+    dates: u64,
+    /// bit `i` set: every value so far is a timestamp in guess `i` (or ISO)
+    timestamps: u64,
 }
 
 impl Default for Candidates {
@@ -97,13 +217,15 @@ impl Default for Candidates {
             mask: ALL,
             any_value: false,
             any_digit: false,
+            dates: u64::MAX,
+            timestamps: u64::MAX,
         }
     }
 }
 
 impl Candidates {
     /// Narrows the candidates by a batch of one column's fields.
-    pub fn observe(&mut self, fields: &[Field<'_>], null: &[u8]) {
+    pub fn observe(&mut self, fields: &[Field<'_>], null: &[u8], guesses: &FormatGuesses) {
         let values = fields.iter().filter(|f| f.quoted || f.bytes != null);
         for f in values {
             self.any_value = true;
@@ -119,10 +241,24 @@ impl Candidates {
             let shaped = fields
                 .iter()
                 .all(|f| (!f.quoted && f.bytes == null) || has_shape(ty, f.bytes));
-            if !shaped || !loads(ty, fields, null) {
+            if !shaped || !loads(ty, fields, null, &Formats::default()) {
                 self.mask &= !bit;
             }
         }
+        narrow_formats(
+            &mut self.dates,
+            &SqlType::Date,
+            &guesses.dates,
+            fields,
+            null,
+        );
+        narrow_formats(
+            &mut self.timestamps,
+            &SqlType::Timestamp,
+            &guesses.timestamps,
+            fields,
+            null,
+        );
     }
 
     /// Combines the candidates of two parts of one column.
@@ -131,6 +267,8 @@ impl Candidates {
             mask: self.mask & other.mask,
             any_value: self.any_value | other.any_value,
             any_digit: self.any_digit | other.any_digit,
+            dates: self.dates & other.dates,
+            timestamps: self.timestamps & other.timestamps,
         }
     }
 
@@ -147,14 +285,78 @@ impl Candidates {
         }
     }
 
-    /// Whether one field fits `ty` as inference sees it (shape and deserializer).
-    pub fn fits(ty: &SqlType, field: Field<'_>, null: &[u8]) -> bool {
-        if ty.is_string() {
+    /// Whether one field fits `ty` as inference sees it (shape and deserializer), with
+    /// dates and timestamps read by `formats`.
+    pub fn fits(ty: &SqlType, field: Field<'_>, null: &[u8], formats: &Formats) -> bool {
+        if ty.is_string() || (!field.quoted && field.bytes == null) {
             return true;
         }
-        ((!field.quoted && field.bytes == null) || has_shape(ty, field.bytes))
-            && loads(ty, &[field], null)
+        let format = match ty {
+            SqlType::Date => formats.date,
+            SqlType::Timestamp => formats.timestamp,
+            _ => None,
+        };
+        match format {
+            Some(f) => fits_format(ty, &f, field),
+            None => has_shape(ty, field.bytes) && loads(ty, &[field], null, formats),
+        }
     }
+}
+
+/// The formats of guesses `dates` or `timestamps` (bit masks, one per column) that the
+/// most columns fit, the first on a tie; None when no column fits one.
+fn choose(masks: impl Iterator<Item = u64>, n: usize) -> Option<usize> {
+    let mut counts = vec![0usize; n];
+    for mask in masks {
+        for (i, count) in counts.iter_mut().enumerate() {
+            *count += (mask >> i & 1) as usize;
+        }
+    }
+    let best = *counts.iter().max()?;
+    (best > 0).then(|| counts.iter().position(|&c| c == best).expect("the maximum"))
+}
+
+/// The types of the columns and the formats of their dates and timestamps: ISO types
+/// where every value is ISO, else one date format and one timestamp format for the whole
+/// input (see the module doc).
+pub(crate) fn resolve(columns: &[Candidates], guesses: &FormatGuesses) -> (Vec<SqlType>, Formats) {
+    let mut types: Vec<SqlType> = columns.iter().map(Candidates::sql_type).collect();
+    let low_bits = |n: usize| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let date_mask = low_bits(guesses.dates.len());
+    let ts_mask = low_bits(guesses.timestamps.len());
+    // TEXT by ISO rules, with values: those a format may make DATE or TIMESTAMP
+    let open = |c: usize, types: &[SqlType]| types[c] == SqlType::Text && columns[c].any_value;
+    let mut formats = Formats::default();
+    let n = columns.len();
+    let date = choose(
+        (0..n)
+            .filter(|&c| open(c, &types))
+            .map(|c| columns[c].dates & date_mask),
+        guesses.dates.len(),
+    );
+    if let Some(i) = date {
+        formats.date = Some(guesses.dates[i]);
+        for c in 0..n {
+            if open(c, &types) && columns[c].dates >> i & 1 == 1 {
+                types[c] = SqlType::Date;
+            }
+        }
+    }
+    let timestamp = choose(
+        (0..n)
+            .filter(|&c| open(c, &types))
+            .map(|c| columns[c].timestamps & ts_mask),
+        guesses.timestamps.len(),
+    );
+    if let Some(i) = timestamp {
+        formats.timestamp = Some(guesses.timestamps[i]);
+        for c in 0..n {
+            if open(c, &types) && columns[c].timestamps >> i & 1 == 1 {
+                types[c] = SqlType::Timestamp;
+            }
+        }
+    }
+    (types, formats)
 }
 
 /// The types a column of type `ty` can be re-planned with, narrowest first: each holds
@@ -175,14 +377,15 @@ fn wider(ty: &SqlType) -> &'static [SqlType] {
 /// DATE and `2024-01-01 10:00:00` give TIMESTAMP. None when `ty` is already unbounded
 /// text. `value` is taken as an unquoted, non-NULL field, and only the deserializer
 /// decides (no shape rules: the value did not fit `ty`, so the load needs a type that
-/// takes it). TEXT when no type takes it (text that is not UTF-8, which no type loads).
-pub fn widen(ty: &SqlType, value: &[u8]) -> Option<SqlType> {
+/// takes it), reading dates and timestamps by the load's `formats`. TEXT when no type
+/// takes it (text that is not UTF-8, which no type loads).
+pub fn widen(ty: &SqlType, value: &[u8], formats: &Formats) -> Option<SqlType> {
     let field = Field::unquoted(value);
     // a NULL string that never equals the value: every value is parsed
     let never_null: &[u8] = if value.is_empty() { b"\0" } else { b"" };
     wider(ty)
         .iter()
-        .find(|t| loads(t, &[field], never_null))
+        .find(|t| loads(t, &[field], never_null, formats))
         .copied()
         .or(Some(SqlType::Text))
         .filter(|_| !wider(ty).is_empty())
@@ -195,7 +398,7 @@ mod tests {
     fn infer(values: &[&[u8]]) -> SqlType {
         let fields: Vec<Field<'_>> = values.iter().map(|v| Field::unquoted(v)).collect();
         let mut c = Candidates::default();
-        c.observe(&fields, b"");
+        c.observe(&fields, b"", &FormatGuesses::default());
         c.sql_type()
     }
 
@@ -234,19 +437,21 @@ mod tests {
 
     #[test]
     fn quoted_values_are_typed_and_a_quoted_empty_string_is_text() {
+        let g = FormatGuesses::default();
         let mut c = Candidates::default();
-        c.observe(&[Field::quoted(b"42"), Field::unquoted(b"")], b"");
+        c.observe(&[Field::quoted(b"42"), Field::unquoted(b"")], b"", &g);
         assert_eq!(c.sql_type(), SqlType::BigInt);
-        c.observe(&[Field::quoted(b"")], b"");
+        c.observe(&[Field::quoted(b"")], b"", &g);
         assert_eq!(c.sql_type(), SqlType::Text);
     }
 
     #[test]
     fn the_null_string_is_skipped_but_a_quoted_one_is_a_value() {
+        let g = FormatGuesses::default();
         let mut c = Candidates::default();
-        c.observe(&[Field::unquoted(b"NA"), Field::unquoted(b"3")], b"NA");
+        c.observe(&[Field::unquoted(b"NA"), Field::unquoted(b"3")], b"NA", &g);
         assert_eq!(c.sql_type(), SqlType::BigInt);
-        c.observe(&[Field::quoted(b"NA")], b"NA");
+        c.observe(&[Field::quoted(b"NA")], b"NA", &g);
         assert_eq!(c.sql_type(), SqlType::Text);
     }
 
@@ -278,7 +483,7 @@ mod tests {
         ];
         for (ty, value, wide) in cases {
             assert_eq!(
-                widen(ty, value),
+                widen(ty, value, &Formats::default()),
                 *wide,
                 "{ty} {}",
                 String::from_utf8_lossy(value)

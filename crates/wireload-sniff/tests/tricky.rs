@@ -18,6 +18,14 @@ use wireload_types::{ColumnBuilder, Field, SqlType};
 
 use SqlType::{BigInt, Boolean, Date, Double, Text, Timestamp};
 
+/// The date and timestamp formats as text.
+fn format_of(s: &Sniffed) -> (Option<String>, Option<String>) {
+    (
+        s.formats.date.map(|f| f.to_string()),
+        s.formats.timestamp.map(|f| f.to_string()),
+    )
+}
+
 /// Sniffs with default options.
 fn sniffed(data: &[u8]) -> Sniffed {
     sniff(data, &SniffOptions::default()).unwrap()
@@ -71,7 +79,7 @@ fn load_all(data: &[u8], s: &Sniffed) -> usize {
     loop {
         let more = scanner.next_batch(&mut batch, 1024).unwrap();
         for (c, col) in s.columns.iter().enumerate() {
-            let mut b = ColumnBuilder::new(&col.ty, true, batch.rows(), 0);
+            let mut b = ColumnBuilder::new(&col.ty, true, batch.rows(), 0).with_formats(&s.formats);
             let fields = batch
                 .column(data, c)
                 .map(|(bytes, quoted)| Field { bytes, quoted });
@@ -229,14 +237,74 @@ fn dates_beside_timestamps_widen_to_timestamp() {
 }
 
 #[test]
-fn dates_in_formats_we_do_not_read_stay_text() {
-    // DuckDB: a DATE (format %d/%m/%Y guessed). Our DATE deserializer reads only ISO
-    // `Y-M-D` (PostgreSQL's DateStyle forms are not implemented), so TEXT is what loads.
-    check(
+fn dates_in_other_formats_get_a_format() {
+    // DuckDB: a DATE, dateformat %d/%m/%Y. Both orders read `05/01/2024`; day first on a
+    // tie, as DuckDB picks.
+    let s = check(
         b"a\n05/01/2024\n06/01/2024\n",
         (b',', DQ, DQ, true),
-        &[("a", Text)],
+        &[("a", Date)],
     );
+    assert_eq!(format_of(&s), (Some("%d/%m/%Y".into()), None));
+    // a day above 12 near the end settles it: month first (DuckDB reads only the start
+    // and guesses %d/%m/%Y, then fails on 01/13/2024; see also
+    // `numbers_that_turn_into_text_late`)
+    let mut data = b"a\n".to_vec();
+    for _ in 0..200_000 {
+        data.extend_from_slice(b"01/02/2024\n");
+    }
+    data.extend_from_slice(b"01/13/2024\n");
+    let s = check(&data, (b',', DQ, DQ, true), &[("a", Date)]);
+    assert_eq!(format_of(&s), (Some("%m/%d/%Y".into()), None));
+    // DuckDB: a VARCHAR, b TIMESTAMP (its TIMESTAMP reads `2024/02/01`) and the same
+    // dateformat. Ours: one date format per input, so b gets the timestamp format that
+    // reads dates alone as midnight: the same types.
+    let s = check(
+        b"a,b\n01/02/2024,2024/02/01\n",
+        (b',', DQ, DQ, true),
+        &[("a", Date), ("b", Timestamp)],
+    );
+    assert_eq!(
+        format_of(&s),
+        (Some("%d/%m/%Y".into()), Some("%Y/%m/%d %H:%M:%S".into()))
+    );
+}
+
+#[test]
+fn dates_with_month_names_and_12_hour_times() {
+    // DuckDB: both VARCHAR (its sniffer tries neither month names nor AM/PM). Ours reads
+    // both, which is more specific.
+    let s = check(
+        b"a,b\n1/5/2024 3:30 PM,08-Jan-1999\n12/25/2023 11:00 AM,09-Feb-2000\n",
+        (b',', DQ, DQ, true),
+        &[("a", Timestamp), ("b", Date)],
+    );
+    assert_eq!(
+        format_of(&s),
+        (Some("%d-%b-%Y".into()), Some("%m/%d/%Y %I:%M %p".into()))
+    );
+    // DuckDB: a VARCHAR.
+    let s = check(
+        b"a\n01.02.2024 10:00\n",
+        (b',', DQ, DQ, true),
+        &[("a", Timestamp)],
+    );
+    assert_eq!(format_of(&s), (None, Some("%d.%m.%Y %H:%M".into())));
+}
+
+#[test]
+fn dates_that_no_format_reads_stay_text() {
+    // DuckDB: a VARCHAR, b VARCHAR, c DATE (%m/%d/%Y, year 999). Day 32, and two orders
+    // in one column, fit no format; c fits both orders, day first on a tie.
+    let s = check(
+        b"a,b,c\n32/01/2024,01/13/2024,1/1/999\n01/01/2024,13/01/2024,1/2/999\n",
+        (b',', DQ, DQ, true),
+        &[("a", Text), ("b", Text), ("c", Date)],
+    );
+    assert_eq!(format_of(&s), (Some("%d/%m/%Y".into()), None));
+    // two-digit years: 2024, not the year 24
+    let s = check(b"a\n1/5/24\n2/6/99\n", (b',', DQ, DQ, true), &[("a", Date)]);
+    assert_eq!(format_of(&s), (Some("%d/%m/%y".into()), None));
 }
 
 #[test]
@@ -696,18 +764,19 @@ fn invalid_utf8_is_reported_with_its_offset() {
 }
 
 #[test]
-fn a_fixed_quote_that_breaks_the_records_is_reported() {
+fn a_fixed_quote_that_breaks_the_records_still_gives_a_dialect() {
     let data = b"a,b\n1,x\"y\n";
     let opts = SniffOptions {
         quote: Some(Some(b'"')),
         ..SniffOptions::default()
     };
-    let err = sniff(data, &opts).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "no CSV dialect reads the sample without errors; the best, delimiter ',' and quote '\"', \
-         found a quote inside an unquoted field at byte 7 (line 2)"
-    );
+    // DuckDB (quote='"'): reads `x"y` as a value. Ours: the dialect is still given (the
+    // sniffer does not fail), and the load reports the break with its line (see
+    // wireload-sql's `a_loosely_quoted_file_loads_up_to_its_error`).
+    let s = sniff(data, &opts).unwrap();
+    assert_eq!((s.dialect.delimiter, s.dialect.quote), (b',', Some(b'"')));
+    assert!(s.dialect.header);
+    assert_eq!(columns(&s), [("a".into(), Text), ("b".into(), Text)]);
     // left to detection, the quote is disabled instead (DuckDB: quote (empty);
     // a BIGINT, b VARCHAR)
     let s = sniffed(data);

@@ -20,6 +20,7 @@ use crate::ddl::table_name;
 use crate::error::SqlError;
 use crate::parse::{Statement, expected, is_word};
 use wireload_types::sql::ident_name;
+use wireload_types::{DateTimeFormat, Formats};
 
 /// A parsed `COPY ... FROM`.
 #[derive(Debug, Clone)]
@@ -261,13 +262,13 @@ pub fn parse(p: &mut Parser<'_>) -> Result<Statement, SqlError> {
     };
     let opts = parse_options(p)?;
     let detect = opts.detect()?;
-    Ok(Statement::CopyFrom(CopyFrom {
+    Ok(Statement::CopyFrom(Box::new(CopyFrom {
         table,
         columns,
         path,
         format: opts.into_input_format()?,
         detect,
-    }))
+    })))
 }
 
 /// The rest of `COPY source TO 'path' [WITH] (options)` after `TO`.
@@ -353,15 +354,19 @@ struct OptionSet {
     reject_limit: Option<OptionValue>,
     max_line_size: Option<OptionValue>,
     memory_limit: Option<OptionValue>,
+    dateformat: Option<OptionValue>,
+    timestampformat: Option<OptionValue>,
 }
 
 const KNOWN_OPTIONS: &str = "FORMAT, DELIMITER, HEADER, NULL, QUOTE, ESCAPE, MODE, MERGE, \
      CHUNK_SIZE, THREADS, ENCODING, COMPRESSION, ENGINE, SCHEDULE, AUTO, ON_ERROR, REJECT_LIMIT, \
-     MAX_LINE_SIZE, MEMORY_LIMIT";
+     MAX_LINE_SIZE, MEMORY_LIMIT, DATEFORMAT, TIMESTAMPFORMAT";
 
 /// Options that only CSV reads or writes.
-const CSV_OPTIONS: [&str; 14] = [
+const CSV_OPTIONS: [&str; 16] = [
     "auto",
+    "dateformat",
+    "timestampformat",
     "max_line_size",
     "memory_limit",
     "on_error",
@@ -388,6 +393,12 @@ enum Format {
 impl OptionSet {
     /// Records option `name` (lowercase) with `value` (None: given without a value).
     fn set(&mut self, name: &str, value: Option<OptionValue>) -> Result<(), SqlError> {
+        // DuckDB spells them both ways
+        let name = match name {
+            "date_format" => "dateformat",
+            "timestamp_format" => "timestampformat",
+            other => other,
+        };
         if self.seen.iter().any(|s| s == name) {
             return Err(invalid(&format!(
                 "COPY option {} is given more than once",
@@ -414,6 +425,8 @@ impl OptionSet {
             "reject_limit" => &mut self.reject_limit,
             "max_line_size" => &mut self.max_line_size,
             "memory_limit" => &mut self.memory_limit,
+            "dateformat" => &mut self.dateformat,
+            "timestampformat" => &mut self.timestampformat,
             "binary" => return Err(binary_unsupported()),
             other => {
                 return Err(invalid(&format!(
@@ -527,6 +540,22 @@ impl OptionSet {
         }
     }
 
+    /// `DATEFORMAT` and `TIMESTAMPFORMAT`.
+    fn formats(&self) -> Result<Formats, SqlError> {
+        let read = |v: &Option<OptionValue>, name: &str| match v {
+            None => Ok(None),
+            Some(v) => v
+                .text
+                .parse::<DateTimeFormat>()
+                .map(Some)
+                .map_err(|e| invalid(&format!("COPY {name}: {e}"))),
+        };
+        Ok(Formats {
+            date: read(&self.dateformat, "DATEFORMAT")?,
+            timestamp: read(&self.timestampformat, "TIMESTAMPFORMAT")?,
+        })
+    }
+
     fn dialect(&self) -> Result<Dialect, SqlError> {
         let mut dialect = Dialect::default();
         if let Some(d) = &self.delimiter {
@@ -619,6 +648,12 @@ impl OptionSet {
                     "ENGINE gpu stops at the first bad record",
                 ),
                 (&self.encoding, "ENCODING", "ENGINE gpu reads UTF-8 input"),
+                (&self.dateformat, "DATEFORMAT", "ENGINE gpu reads ISO dates"),
+                (
+                    &self.timestampformat,
+                    "TIMESTAMPFORMAT",
+                    "ENGINE gpu reads ISO timestamps",
+                ),
             ] {
                 if given.is_some() {
                     return Err(invalid(&format!(
@@ -644,6 +679,7 @@ impl OptionSet {
                 Some(v) => Some(parse_size("MEMORY_LIMIT", &v.text)? as u64),
                 None => None,
             },
+            formats: self.formats()?,
             ..LoadOptions::default()
         };
         if let Some(m) = &self.mode {
@@ -695,6 +731,7 @@ impl OptionSet {
             escape: self.escape.is_some().then_some(dialect.escape),
             header: self.header.is_some().then_some(dialect.header),
             null: self.null.is_some().then(|| dialect.null.clone()),
+            formats: self.formats()?,
             ..SniffOptions::default()
         })
     }
@@ -961,19 +998,22 @@ mod tests {
 
     fn parse(sql: &str) -> Result<CsvFrom, SqlError> {
         match parse_any(sql)? {
-            Statement::CopyFrom(CopyFrom {
-                table,
-                columns,
-                path,
-                format: InputFormat::Csv { options, engine },
-                ..
-            }) => Ok(CsvFrom {
-                table,
-                columns,
-                path,
-                options,
-                engine,
-            }),
+            Statement::CopyFrom(copy) => match *copy {
+                CopyFrom {
+                    table,
+                    columns,
+                    path,
+                    format: InputFormat::Csv { options, engine },
+                    ..
+                } => Ok(CsvFrom {
+                    table,
+                    columns,
+                    path,
+                    options,
+                    engine,
+                }),
+                other => panic!("not a CSV COPY FROM: {other:?}"),
+            },
             other => panic!("not a CSV COPY FROM: {other:?}"),
         }
     }
@@ -1081,7 +1121,7 @@ mod tests {
         );
         assert!(
             err("COPY t FROM 'f' WITH (BOGUS 1)")
-                .contains("ON_ERROR, REJECT_LIMIT, MAX_LINE_SIZE, MEMORY_LIMIT)")
+                .contains("MAX_LINE_SIZE, MEMORY_LIMIT, DATEFORMAT, TIMESTAMPFORMAT)")
         );
     }
 
@@ -1319,17 +1359,11 @@ mod tests {
         );
         assert!(matches!(
             parse_any("COPY t FROM 'f.arrow' WITH (FORMAT arrow)").unwrap(),
-            Statement::CopyFrom(CopyFrom {
-                format: InputFormat::Arrow { threads: None },
-                ..
-            })
+            Statement::CopyFrom(c) if matches!(c.format, InputFormat::Arrow { threads: None })
         ));
         assert!(matches!(
             parse_any("COPY t FROM 'f.parquet' (FORMAT 'parquet', THREADS 4)").unwrap(),
-            Statement::CopyFrom(CopyFrom {
-                format: InputFormat::Parquet { threads: Some(4) },
-                ..
-            })
+            Statement::CopyFrom(c) if matches!(c.format, InputFormat::Parquet { threads: Some(4) })
         ));
         assert!(
             err("COPY t TO 'f' (FORMAT arrow, COMPRESSION gzip)").contains("lz4, zstd or none")

@@ -24,6 +24,7 @@ impl SqlState {
     pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
     pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
+    pub const INVALID_DATETIME_FORMAT: SqlState = SqlState("22007");
     pub const STRING_DATA_RIGHT_TRUNCATION: SqlState = SqlState("22001");
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
@@ -317,6 +318,7 @@ fn load_state(e: &LoadError) -> SqlState {
                 SqlState::NUMERIC_VALUE_OUT_OF_RANGE
             }
             V::DateTimeOutOfRange => SqlState::DATETIME_FIELD_OVERFLOW,
+            V::FormatMismatch { .. } => SqlState::INVALID_DATETIME_FORMAT,
             V::TooLong { .. } => SqlState::STRING_DATA_RIGHT_TRUNCATION,
             V::InvalidUtf8 => SqlState::CHARACTER_NOT_IN_REPERTOIRE,
             V::NotNull => SqlState::NOT_NULL_VIOLATION,

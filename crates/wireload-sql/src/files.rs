@@ -379,6 +379,8 @@ pub fn load_inferred(
     };
     let mut options = crate::copy::with_default_budget(spec.options.clone());
     options.dialect = sniffed.dialect.clone();
+    // the formats given were the only ones the sniffer tried
+    options.formats = sniffed.formats;
     let (mut columns, inferred) = match &spec.schema {
         Some(s) => (s.columns.clone(), false),
         None => (sniffed.columns.clone(), true),
@@ -434,7 +436,8 @@ pub fn load_inferred(
                     })
                     .filter(|&c| c < columns.len())
                     .and_then(|c| {
-                        wireload_sniff::widen(&columns[c].ty, text.as_bytes()).map(|ty| (c, ty))
+                        wireload_sniff::widen(&columns[c].ty, text.as_bytes(), &options.formats)
+                            .map(|ty| (c, ty))
                     })
                     .map(|(c, ty)| (c, ty, pos.clone()))
             }

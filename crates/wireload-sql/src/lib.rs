@@ -689,7 +689,7 @@ impl Database {
             Statement::DropTable(d) => self.drop_tables(&d),
             Statement::CreateIndex(c) => self.create_index(c).await,
             Statement::DropIndex(d) => self.drop_index(&d),
-            Statement::CopyFrom(c) => self.copy_from(c, ctl).await.map(StatementOutput::Loaded),
+            Statement::CopyFrom(c) => self.copy_from(*c, ctl).await.map(StatementOutput::Loaded),
             Statement::CopyTo(c) => self.copy_to(c, ctl).await.map(StatementOutput::Unloaded),
             Statement::Export(e) => self.export(e, ctl).await.map(StatementOutput::Done),
             Statement::Import(i) => self.import(i, ctl).await.map(StatementOutput::Done),
@@ -1566,7 +1566,19 @@ impl Database {
                     })
                     .await?;
                     if let Some(sniffed) = sniffed {
+                        if engine == Engine::Gpu && !sniffed.formats.is_iso() {
+                            return Err(SqlError::NotSupported(format!(
+                                "{path}: its dates are not ISO (DATEFORMAT '{}'), and ENGINE \
+                                 gpu reads ISO dates only: load it with ENGINE cpu",
+                                sniffed
+                                    .formats
+                                    .date
+                                    .or(sniffed.formats.timestamp)
+                                    .expect("a format")
+                            )));
+                        }
                         options.dialect = sniffed.dialect;
+                        options.formats = sniffed.formats;
                     }
                 }
                 if sources.len() == 1 {

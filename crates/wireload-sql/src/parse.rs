@@ -50,8 +50,8 @@ pub enum Statement {
     CreateIndex(CreateIndex),
     /// `DROP INDEX`
     DropIndex(DropIndex),
-    /// `COPY t FROM ...`
-    CopyFrom(CopyFrom),
+    /// `COPY t FROM ...` (boxed: its load options are the largest of the statements)
+    CopyFrom(Box<CopyFrom>),
     /// `COPY {t | (query)} TO ...`
     CopyTo(CopyTo),
     /// `EXPORT DATABASE`

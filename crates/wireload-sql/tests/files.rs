@@ -318,3 +318,108 @@ async fn copy_reads_latin1_and_utf16() {
     let err = fail(&db, &format!("COPY t FROM '{}'", latin1.display())).await;
     assert!(err.contains("UTF-8"), "{err}");
 }
+
+#[tokio::test]
+async fn dates_in_other_formats_are_inferred_and_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(
+        dir.path(),
+        "orders.csv",
+        "id,ordered,shipped\n1,25/12/2023,12/26/2023 3:30 PM\n2,05/01/2024,1/6/2024 9:00 AM\n",
+    );
+    let db = db(2);
+    // inferred: day first (25/12), 12-hour times
+    assert_eq!(
+        query(
+            &db,
+            &format!("SELECT id, ordered, shipped FROM '{f}' ORDER BY id")
+        )
+        .await,
+        vec![
+            srow(&["1", "2023-12-25", "2023-12-26T15:30:00"]),
+            srow(&["2", "2024-01-05", "2024-01-06T09:00:00"]),
+        ]
+    );
+    assert_eq!(
+        types(&db, &format!("'{f}'"), &["ordered", "shipped"]).await,
+        ["Date32", "Timestamp(µs)"]
+    );
+    // given: COPY DATEFORMAT / TIMESTAMPFORMAT (DuckDB's spellings too), ISO read as well
+    let g = file(
+        dir.path(),
+        "us.csv",
+        "d,t\n12/25/2023,2023-12-25 10:00\n2024-01-05,01/05/2024 10:00\n",
+    );
+    run(
+        &db,
+        &format!(
+            "CREATE TABLE us (d DATE, t TIMESTAMP); \
+             COPY us FROM '{g}' (HEADER, DATEFORMAT '%m/%d/%Y', timestamp_format '%m/%d/%Y %H:%M')"
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        query(&db, "SELECT d, t FROM us ORDER BY d").await,
+        vec![
+            srow(&["2023-12-25", "2023-12-25T10:00:00"]),
+            srow(&["2024-01-05", "2024-01-05T10:00:00"]),
+        ]
+    );
+    let rows = query(
+        &db,
+        &format!("SELECT d FROM read_csv('{g}', dateformat => '%m/%d/%Y', schema => 'd DATE, t TEXT') ORDER BY d"),
+    )
+    .await;
+    assert_eq!(rows, vec![srow(&["2023-12-25"]), srow(&["2024-01-05"])]);
+    // a value in neither form: the line, the column and what was expected
+    let h = file(dir.path(), "bad.csv", "d\n12/25/2023\n25/12/2023\n");
+    run(&db, "CREATE TABLE bad (d DATE)").await.unwrap();
+    let err = fail(
+        &db,
+        &format!("COPY bad FROM '{h}' (HEADER, DATEFORMAT '%m/%d/%Y')"),
+    )
+    .await;
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("25/12/2023"), "{err}");
+    assert!(err.contains("date/time field value out of range"), "{err}");
+    let err = fail(
+        &db,
+        &format!("COPY bad FROM '{h}' (HEADER, DATEFORMAT '%m/%q/%Y')"),
+    )
+    .await;
+    assert!(
+        err.contains("COPY DATEFORMAT: invalid date/time format"),
+        "{err}"
+    );
+    assert_eq!(
+        query(&db, "SELECT count(*) FROM bad").await,
+        vec![srow(&["0"])]
+    );
+}
+
+#[tokio::test]
+async fn a_loosely_quoted_file_loads_up_to_its_error() {
+    // the quote is fixed and the data breaks it: the sniffer still gives a dialect, and the
+    // load names the line of the break (or rejects it under ON_ERROR ignore)
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "loose.csv", "a,b\n1,ok\n2,x\"y\n3,fine\n");
+    let db = db(2);
+    let err = fail(
+        &db,
+        &format!("SELECT * FROM read_csv('{f}', quote => '\"')"),
+    )
+    .await;
+    assert!(err.contains("line 3"), "{err}");
+    let rows = query(
+        &db,
+        &format!("SELECT * FROM read_csv('{f}', quote => '\"', ignore_errors => true) ORDER BY a"),
+    )
+    .await;
+    // a stray quote opens a field no later quote closes: the rest of the input is the one
+    // rejected record (the careful path's known limit)
+    assert_eq!(rows, vec![srow(&["1", "ok"])]);
+    let rejects = query(&db, "SELECT line, error FROM wireload_rejects").await;
+    assert_eq!(rejects.len(), 1, "{rejects:?}");
+    assert_eq!(rejects[0][0].as_deref(), Some("3"));
+}

@@ -23,6 +23,7 @@ use arrow::datatypes::{
 use crate::Field;
 use crate::deser;
 use crate::error::{FieldError, ValueError};
+use crate::format::{DateTimeFormat, Formats};
 use crate::ty::SqlType;
 
 /// The value buffers of one column, by physical type.
@@ -142,6 +143,8 @@ pub struct ColumnBuilder {
     bytes_hint: usize,
     values: Values,
     validity: Validity,
+    /// How a DATE or TIMESTAMP column's values are written, when not ISO only.
+    format: Option<DateTimeFormat>,
 }
 
 /// Whether `field` is SQL NULL under PostgreSQL COPY's rule.
@@ -347,7 +350,19 @@ impl ColumnBuilder {
                 bits: None,
                 rows_hint,
             },
+            format: None,
         }
+    }
+
+    /// The builder reading its DATE or TIMESTAMP values by the format of `formats` for its
+    /// type (other types ignore them).
+    pub fn with_formats(mut self, formats: &Formats) -> Self {
+        self.format = match self.ty {
+            SqlType::Date => formats.date,
+            SqlType::Timestamp => formats.timestamp,
+            _ => None,
+        };
+        self
     }
 
     /// The SQL type this builder builds.
@@ -400,6 +415,7 @@ impl ColumnBuilder {
         null: &[u8],
     ) -> Result<(), FieldError> {
         let nullable = self.nullable;
+        let format = self.format;
         let validity = &mut self.validity;
         match (&mut self.values, self.ty) {
             (Values::Bool(values), _) => append_bools(values, validity, nullable, fields, null),
@@ -408,21 +424,27 @@ impl ColumnBuilder {
                     deser::parse_i16(b)
                 })
             }
-            (Values::I32(values), SqlType::Date) => {
-                append_dates(values, validity, nullable, fields, null, |b| {
+            (Values::I32(values), SqlType::Date) => match format {
+                Some(f) => append_dates(values, validity, nullable, fields, null, |b| {
+                    f.parse_date(b)
+                }),
+                None => append_dates(values, validity, nullable, fields, null, |b| {
                     deser::parse_date(b)
-                })
-            }
+                }),
+            },
             (Values::I32(values), _) => {
                 append_integers(values, validity, nullable, fields, null, |b| {
                     deser::parse_i32(b)
                 })
             }
-            (Values::I64(values), SqlType::Timestamp) => {
-                append_timestamps(values, validity, nullable, fields, null, |b| {
+            (Values::I64(values), SqlType::Timestamp) => match format {
+                Some(f) => append_timestamps(values, validity, nullable, fields, null, |b| {
+                    f.parse_timestamp(b)
+                }),
+                None => append_timestamps(values, validity, nullable, fields, null, |b| {
                     deser::parse_timestamp(b)
-                })
-            }
+                }),
+            },
             (Values::I64(values), _) => {
                 append_integers(values, validity, nullable, fields, null, |b| {
                     deser::parse_i64(b)

@@ -24,6 +24,15 @@ pub enum ValueError {
         /// declared scale
         scale: u8,
     },
+    /// A DATE or TIMESTAMP value matches neither the load's format
+    /// (`DATEFORMAT`/`TIMESTAMPFORMAT`) nor the ISO form.
+    #[error(
+        "invalid input syntax for type {ty}: the value matches neither the load's {ty} format nor ISO YYYY-MM-DD"
+    )]
+    FormatMismatch {
+        /// `date` or `timestamp`
+        ty: &'static str,
+    },
     /// A date or time field is impossible (month 13, February 30, hour 25...).
     #[error("date/time field value out of range")]
     DateTimeOutOfRange,
@@ -81,6 +90,9 @@ impl ValueError {
             ValueError::InvalidSyntax { ty } | ValueError::OutOfRange { ty } => expected_value(ty),
             ValueError::NumericOverflow { .. } => {
                 "a number with at most precision minus scale digits before the point after rounding"
+            }
+            ValueError::FormatMismatch { .. } => {
+                "a value in the load's DATEFORMAT (for a date) or TIMESTAMPFORMAT (for a timestamp), or in ISO form"
             }
             ValueError::DateTimeOutOfRange => {
                 "an existing date and time: month 1-12, a day of that month, time 00:00:00-24:00:00"

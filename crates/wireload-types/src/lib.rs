@@ -16,6 +16,7 @@
 pub mod builder;
 pub mod deser;
 pub mod error;
+pub mod format;
 pub mod schema;
 #[cfg(feature = "sql")]
 pub mod sql;
@@ -24,6 +25,7 @@ pub mod ty;
 
 pub use builder::ColumnBuilder;
 pub use error::{FieldError, ValueError};
+pub use format::{DateTimeFormat, Formats};
 pub use schema::{ColumnDef, TableSchema, unique_column_names};
 pub use ty::SqlType;
 

@@ -34,7 +34,7 @@ pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
                         name: format!("{name} (COPY data from line {from})"),
                         data: data.clone().into(),
                     };
-                    engine.copy_from_client(copy, source)
+                    engine.copy_from_client(*copy, source)
                 }
                 (_, statement) => engine.run_statement(statement),
             }

@@ -187,7 +187,7 @@ fn execute(engine: &Engine, printer: &Printer, sql: &str, mut data: Option<Vec<u
                     name: "<stdin>".into(),
                     data: data.into(),
                 };
-                engine.copy_from_client(copy, source)
+                engine.copy_from_client(*copy, source)
             }
             (statement, _) => engine.run_statement(statement),
         };

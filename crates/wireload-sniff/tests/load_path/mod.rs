@@ -149,6 +149,7 @@ fn load(
         chunk_size: Some(cfg.chunk_size),
         threads: Some(cfg.threads),
         on_error,
+        formats: sniffed.formats,
         ..LoadOptions::default()
     };
     let report = load_checked(&table, src, &opts)?;
@@ -190,7 +191,7 @@ fn replan(sniffed: &Sniffed, src: &Source, cfg: &Config, first: &LoadError) {
             columns.len()
         );
         let ty = columns[c].ty;
-        let Some(wider) = widen(&ty, text.as_bytes()) else {
+        let Some(wider) = widen(&ty, text.as_bytes(), &sniffed.formats) else {
             // TEXT rejects only invalid UTF-8, which no re-plan fixes (the SQL layer
             // reports it); a sample that covered it fails the sniff instead
             assert_eq!(

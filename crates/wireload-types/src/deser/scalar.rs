@@ -477,7 +477,7 @@ pub(super) fn is_leap_year(year: u32) -> bool {
 }
 
 #[inline(always)]
-pub(super) fn days_in_month(year: u32, month: u32) -> u32 {
+pub(crate) fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         2 => 28 + is_leap_year(year) as u32,
         4 | 6 | 9 | 11 => 30,
@@ -487,7 +487,7 @@ pub(super) fn days_in_month(year: u32, month: u32) -> u32 {
 
 /// Days from 1970-01-01 to the proleptic Gregorian date (valid fields, year >= 1).
 #[inline(always)]
-pub(super) fn days_from_civil(year: u32, month: u32, day: u32) -> i32 {
+pub(crate) fn days_from_civil(year: u32, month: u32, day: u32) -> i32 {
     // Howard Hinnant's algorithm, with years starting in March.
     let y = year as i64 - (month <= 2) as i64;
     let era = y.div_euclid(400);

@@ -2,6 +2,7 @@
 
 mod builders;
 mod deserializers;
+mod formats;
 mod pg_answers;
 mod round_trips;
 mod swar;
