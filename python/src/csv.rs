@@ -167,6 +167,7 @@ pub fn load_csv(
                 project: columns
                     .as_ref()
                     .map(|names| names.iter().map(|n| n.to_lowercase()).collect()),
+                filename: false,
             };
             let ctl = LoadControl::default();
             let c = ctl.clone();

@@ -51,7 +51,9 @@ pub use encoding::Encoding;
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
 pub use limits::default_memory_budget;
-pub use options::{Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule};
+pub use options::{
+    FieldSource, Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule,
+};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
 pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};

@@ -119,7 +119,8 @@ pub struct LoadOptions {
     pub formats: wireload_types::Formats,
 }
 
-/// Which fields of the input the table's columns come from (projection pushdown).
+/// Which fields of the input the table's columns come from (projection pushdown), and
+/// which columns the load fills itself.
 ///
 /// The records are split into all their fields, but only the fields a table column reads
 /// are deserialized; the others are never looked at (a bad value there is no error).
@@ -127,8 +128,31 @@ pub struct LoadOptions {
 pub struct Fields {
     /// How many fields each input record has.
     pub count: usize,
-    /// For each table column, the 0-based input field it is read from (any order, no repeats).
-    pub columns: Vec<usize>,
+    /// For each table column, where its values come from (input fields in any order, no
+    /// field read twice).
+    pub columns: Vec<FieldSource>,
+}
+
+/// Where one table column's values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldSource {
+    /// The 0-based input field.
+    Input(usize),
+    /// NULL in every row: a column a COPY column list leaves out (it must be nullable).
+    Null,
+    /// The name of the input the row comes from (`read_csv(..., filename => true)`); the
+    /// column must be text without a length limit.
+    FileName,
+}
+
+impl Fields {
+    /// The input fields `columns` read, one per table column, in the table's order.
+    pub fn inputs(count: usize, columns: impl IntoIterator<Item = usize>) -> Self {
+        Fields {
+            count,
+            columns: columns.into_iter().map(FieldSource::Input).collect(),
+        }
+    }
 }
 
 /// Shared between a running load and whoever watches it.

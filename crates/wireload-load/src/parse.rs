@@ -14,11 +14,11 @@ use wireload_csv::{
     line_of,
 };
 use wireload_storage::{Partitioning, TableDef};
-use wireload_types::{ColumnDef, Formats, ValueError};
+use wireload_types::{ColumnDef, Formats, SqlType, ValueError};
 
 use crate::error::{LoadError, Position};
 use crate::hints::Hints;
-use crate::options::{Fields, LoadControl, LoadOptions, OnError};
+use crate::options::{FieldSource, Fields, LoadControl, LoadOptions, OnError};
 use crate::publish::Sink;
 use crate::reject::{ChunkRejects, Reject, RejectLog, WindowRejects, raw_line, record_end};
 use crate::task::{self, TaskFailure};
@@ -42,15 +42,22 @@ pub(crate) struct Origin {
 pub(crate) struct Projection {
     /// fields per input record (what the scanner splits)
     pub nfields: usize,
-    /// the 0-based input field of each table column
+    /// the 0-based input field of each table column ([`GENERATED`] for a column the load
+    /// fills itself, see `generated`)
     pub fields: Vec<usize>,
     /// the table column of each input field (None: a field no column reads)
     pub columns: Vec<Option<usize>>,
-    /// the table columns in input field order (the order errors are looked for in)
+    /// the table columns in input field order (the order errors are looked for in);
+    /// generated columns, which never fail, are not in it
     pub by_field: Vec<usize>,
     /// the input's fields were given ([`LoadOptions::fields`]), not the table's columns
     pub projected: bool,
+    /// what each generated column holds (None for the columns read from the input)
+    pub generated: Vec<Option<FieldSource>>,
 }
+
+/// The input field of a generated column in [`Projection::fields`].
+pub(crate) const GENERATED: usize = usize::MAX;
 
 impl Projection {
     /// The projection of `fields` onto the columns of `def`; without `fields`, the input's
@@ -65,6 +72,7 @@ impl Projection {
                 columns: (0..n).map(Some).collect(),
                 by_field: (0..n).collect(),
                 projected: false,
+                generated: vec![None; n],
             });
         };
         if f.count == 0 {
@@ -80,12 +88,47 @@ impl Projection {
                 def.name
             )));
         }
+        let key = match def.partitioning {
+            Partitioning::Hash { column, .. } => Some(column),
+            Partitioning::Single => None,
+        };
         let mut columns: Vec<Option<usize>> = vec![None; f.count];
-        for (c, &field) in f.columns.iter().enumerate() {
+        let mut input_fields = Vec::with_capacity(cols.len());
+        let mut generated = vec![None; cols.len()];
+        for (c, &source) in f.columns.iter().enumerate() {
+            let col = &cols[c];
+            let field = match source {
+                FieldSource::Input(field) => field,
+                FieldSource::Null | FieldSource::FileName if key == Some(c) => {
+                    return Err(LoadError::Options(format!(
+                        "column {} partitions table {}: it must be read from the input",
+                        col.name, def.name
+                    )));
+                }
+                FieldSource::Null if !col.nullable => {
+                    return Err(LoadError::Options(format!(
+                        "column {} is NOT NULL: it must be read from the input",
+                        col.name
+                    )));
+                }
+                FieldSource::FileName
+                    if !matches!(col.ty, SqlType::Text | SqlType::Varchar(None)) =>
+                {
+                    return Err(LoadError::Options(format!(
+                        "column {} holds file names: it must be TEXT, not {}",
+                        col.name, col.ty
+                    )));
+                }
+                FieldSource::Null | FieldSource::FileName => {
+                    generated[c] = Some(source);
+                    input_fields.push(GENERATED);
+                    continue;
+                }
+            };
             let Some(slot) = columns.get_mut(field) else {
                 return Err(LoadError::Options(format!(
                     "column {} reads input field {}, but the input has {} fields",
-                    cols[c].name,
+                    col.name,
                     field + 1,
                     f.count
                 )));
@@ -95,17 +138,19 @@ impl Projection {
                     "input field {} is read by two columns, {} and {}",
                     field + 1,
                     cols[other].name,
-                    cols[c].name
+                    col.name
                 )));
             }
             *slot = Some(c);
+            input_fields.push(field);
         }
         Ok(Projection {
             nfields: f.count,
-            fields: f.columns.clone(),
+            fields: input_fields,
             by_field: columns.iter().flatten().copied().collect(),
             columns,
             projected: true,
+            generated,
         })
     }
 }

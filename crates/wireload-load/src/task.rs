@@ -10,7 +10,8 @@ use wireload_csv::{FieldBatch, QuoteState, ScanErrorKind, Scanner, first_record_
 use wireload_types::{ColumnBuilder, Field};
 
 use crate::error::LoadError;
-use crate::parse::LoadCtx;
+use crate::options::FieldSource;
+use crate::parse::{GENERATED, LoadCtx};
 use crate::partition::partition_ids;
 use crate::publish::Sites;
 use crate::reject::ChunkRejects;
@@ -157,6 +158,10 @@ fn fast(
             && simdutf8::basic::from_utf8(&data[batch_start(&batch, pos)..pos]).is_ok();
         if nparts == 1 {
             for ((c, b), &f) in builders[0].iter_mut().enumerate().zip(fields) {
+                if f == GENERATED {
+                    append_generated(ctx, c, b, rows)?;
+                    continue;
+                }
                 let values = batch
                     .column(data, f)
                     .map(|(bytes, quoted)| Field { bytes, quoted });
@@ -202,6 +207,10 @@ fn fast(
                     continue;
                 }
                 for ((c, b), &f) in builders[p].iter_mut().enumerate().zip(fields) {
+                    if f == GENERATED {
+                        append_generated(ctx, c, b, rows_p.len())?;
+                        continue;
+                    }
                     let values = rows_p.iter().map(|&r| field(&batch, data, r as usize, f));
                     let appended = if valid_utf8 {
                         // SAFETY: as above, the batch was validated as UTF-8 at once.
@@ -496,7 +505,11 @@ impl GoodRows {
             if rows_p.is_empty() {
                 continue;
             }
-            for (b, &f) in builders[p].iter_mut().zip(&ctx.proj.fields) {
+            for ((c, b), &f) in builders[p].iter_mut().enumerate().zip(&ctx.proj.fields) {
+                if f == GENERATED {
+                    append_generated(ctx, c, b, rows_p.len())?;
+                    continue;
+                }
                 checked(
                     b.append_fields(
                         rows_p
@@ -567,6 +580,28 @@ fn first_value_error(ctx: &LoadCtx<'_>, batch: &FieldBatch) -> Option<LoadError>
         }
     }
     best.map(|(r, c, e)| ctx.value_error(batch, r, c, e))
+}
+
+/// Appends `rows` values of the generated column `c` (NULL, or the input's name), which
+/// [`Projection::new`](crate::parse::Projection::new) made sure fit it.
+fn append_generated(
+    ctx: &LoadCtx<'_>,
+    c: usize,
+    b: &mut ColumnBuilder,
+    rows: usize,
+) -> Result<(), TaskFailure> {
+    let value = match ctx.proj.generated[c] {
+        Some(FieldSource::FileName) => Field::quoted(ctx.file.as_bytes()),
+        _ => Field::unquoted(&ctx.null),
+    };
+    b.append_fields(std::iter::repeat_n(value, rows), &ctx.null)
+        .map_err(|e| {
+            LoadError::Internal(format!(
+                "generated column {} refused its value: {}",
+                ctx.columns[c].name, e.error
+            ))
+            .into()
+        })
 }
 
 /// Offset of the first byte of `batch` (its first record, or `end` when it is empty).

@@ -9,8 +9,8 @@ use std::io::Cursor;
 use std::sync::Arc;
 
 use wireload_load::{
-    Fields, KeySite, LoadControl, LoadError, LoadOptions, OnError, Reject, Source, load_files,
-    load_into,
+    FieldSource, Fields, KeySite, LoadControl, LoadError, LoadOptions, OnError, Reject, Source,
+    load_files, load_into,
 };
 use wireload_storage::{Catalog, IndexDef, IndexKind, Partitioning, Table, TableDef};
 
@@ -106,10 +106,7 @@ fn opts(fields: &[usize], threads: usize, chunk: Option<usize>) -> LoadOptions {
     LoadOptions {
         chunk_size: chunk,
         threads: Some(threads),
-        fields: Some(Fields {
-            count: 6,
-            columns: fields.to_vec(),
-        }),
+        fields: Some(Fields::inputs(6, fields.iter().copied())),
         ..LoadOptions::default()
     }
 }
@@ -492,10 +489,7 @@ fn invalid_fields_are_refused() {
     for (count, columns, message) in cases {
         let t = common::table(&schema(&KEPT, Some(&RENAMED)), Partitioning::Single);
         let o = LoadOptions {
-            fields: Some(Fields {
-                count,
-                columns: columns.clone(),
-            }),
+            fields: Some(Fields::inputs(count, columns.iter().copied())),
             ..LoadOptions::default()
         };
         for kind in KINDS {
@@ -507,5 +501,115 @@ fn invalid_fields_are_refused() {
             assert_eq!(m, message, "{kind}");
         }
         assert!(t.snapshot().live_chunks().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn generated_columns_hold_null_and_the_file_name() {
+    let input = Input::new(false);
+    let full = full_rows(&input.data);
+    // gap TEXT (NULL), id (field 0), src (the file name), d (field 3), n BIGINT (NULL)
+    let schema = "gap TEXT, id INT, src TEXT, d DATE, n BIGINT";
+    let columns = vec![
+        FieldSource::Null,
+        FieldSource::Input(0),
+        FieldSource::FileName,
+        FieldSource::Input(3),
+        FieldSource::Null,
+    ];
+    let expected_of = |name: &str| -> common::Rows {
+        project(&full, &[0, 3])
+            .into_iter()
+            .map(|r| {
+                vec![
+                    None,
+                    r[0].clone(),
+                    Some(name.to_string()),
+                    r[1].clone(),
+                    None,
+                ]
+            })
+            .collect()
+    };
+    for partitioning in [
+        Partitioning::Single,
+        Partitioning::Hash {
+            column: 1,
+            count: 3,
+        },
+    ] {
+        for threads in [1, 3] {
+            for on_error in [OnError::Stop, OnError::Ignore] {
+                let at = format!("{partitioning:?}, threads {threads}, {on_error:?}");
+                let t = common::table(schema, partitioning);
+                let o = LoadOptions {
+                    chunk_size: Some(37),
+                    threads: Some(threads),
+                    on_error,
+                    fields: Some(Fields {
+                        count: 6,
+                        columns: columns.clone(),
+                    }),
+                    ..LoadOptions::default()
+                };
+                let files = [
+                    Source::Bytes {
+                        name: "a.csv".into(),
+                        data: Arc::from(input.data.clone()),
+                    },
+                    Source::reader_in_blocks("b.csv", Cursor::new(input.data.clone()), 13),
+                ];
+                let report = load_files(&t, &files, &o, &LoadControl::default())
+                    .unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(report.rows, 2 * ROWS as u64, "{at}");
+                let mut expected = expected_of("a.csv");
+                expected.extend(expected_of("b.csv"));
+                let mut got = common::rows(&t);
+                if matches!(partitioning, Partitioning::Hash { .. }) {
+                    expected.sort();
+                    got.sort();
+                }
+                assert_eq!(got, expected, "{at}");
+            }
+        }
+    }
+    // a generated column must be able to hold its value
+    let cases = [
+        (
+            "a INT NOT NULL, b INT",
+            vec![FieldSource::Null, FieldSource::Input(0)],
+            Partitioning::Single,
+            "column a is NOT NULL: it must be read from the input",
+        ),
+        (
+            "a INT, b INT",
+            vec![FieldSource::FileName, FieldSource::Input(0)],
+            Partitioning::Single,
+            "column a holds file names: it must be TEXT, not INTEGER",
+        ),
+        (
+            "a INT, b INT",
+            vec![FieldSource::Null, FieldSource::Input(0)],
+            Partitioning::Hash {
+                column: 0,
+                count: 2,
+            },
+            "column a partitions table t: it must be read from the input",
+        ),
+    ];
+    for (schema, columns, partitioning, message) in cases {
+        let t = common::table(schema, partitioning);
+        let o = LoadOptions {
+            fields: Some(Fields { count: 6, columns }),
+            ..LoadOptions::default()
+        };
+        let err = load_into(
+            &t,
+            &source("whole", &input.data),
+            &o,
+            &LoadControl::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), format!("invalid load options: {message}"));
     }
 }

@@ -165,6 +165,8 @@ pub struct ReadSpec {
     /// The only columns a statement reads (lower-case names), when it does not read all:
     /// the others are not deserialized (projection pushdown).
     pub project: Option<std::collections::HashSet<String>>,
+    /// Add a last column `filename`, the file each row comes from (`filename => true`).
+    pub filename: bool,
 }
 
 /// The [`ReadSpec`] of `read_csv`'s named arguments (name lowercase, value as text; None:
@@ -173,9 +175,16 @@ pub struct ReadSpec {
 pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlError> {
     let mut opts = OptionSet::default();
     let mut schema = None;
+    let mut filename = false;
     for (name, value) in args {
         let value = value.map(|text| OptionValue { text });
         match name.as_str() {
+            "filename" => {
+                filename = match &value {
+                    Some(v) => parse_bool("FILENAME", &v.text)?,
+                    None => true,
+                }
+            }
             "delim" | "sep" => opts.set("delimiter", value)?,
             "nullstr" => opts.set("null", value)?,
             "ignore_errors" => {
@@ -217,6 +226,7 @@ pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlErr
         detect,
         schema,
         project: None,
+        filename,
     })
 }
 

@@ -15,10 +15,12 @@ use datafusion::sql::sqlparser::ast::{
     self as ast, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableAlias,
     TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
-use wireload_load::{Encoding, Fields, Input, LoadControl, LoadError, LoadReport, Source};
+use wireload_load::{
+    Encoding, FieldSource, Fields, Input, LoadControl, LoadError, LoadReport, Source,
+};
 use wireload_sniff::{SniffOptions, Sniffed};
 use wireload_storage::{Partitioning, Table, TableDef};
-use wireload_types::{ColumnDef, TableSchema};
+use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::copy::{ReadSpec, read_spec};
 use crate::error::SqlError;
@@ -30,6 +32,9 @@ const STREAM_SAMPLE: usize = 8 << 20;
 /// How many times a load re-plans columns before giving up (each re-plan widens one
 /// column, so a table of n columns needs at most a few per column).
 const MAX_REPLANS: usize = 64;
+
+/// The column `read_csv(..., filename => true)` adds: the file each row comes from.
+const FILENAME: &str = "filename";
 
 /// What a temporary table of a statement holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -385,21 +390,43 @@ pub fn load_inferred(
         Some(s) => (s.columns.clone(), false),
         None => (sniffed.columns.clone(), true),
     };
+    let count = columns.len();
+    let mut keep: Vec<usize> = (0..count).collect();
     if inferred && let Some(names) = &spec.project {
         // only the columns the statement names are deserialized and kept
-        let mut keep: Vec<usize> = (0..columns.len())
-            .filter(|&c| names.contains(&columns[c].name.to_lowercase()))
-            .collect();
+        keep.retain(|&c| names.contains(&columns[c].name.to_lowercase()));
         if keep.is_empty() {
             keep.push(0);
         }
-        if keep.len() < columns.len() {
-            options.fields = Some(Fields {
-                count: columns.len(),
-                columns: keep.clone(),
-            });
-            columns = keep.iter().map(|&c| columns[c].clone()).collect();
+    }
+    let mut fields: Vec<FieldSource> = keep.iter().map(|&c| FieldSource::Input(c)).collect();
+    columns = keep.iter().map(|&c| columns[c].clone()).collect();
+    let wants_filename = spec
+        .project
+        .as_ref()
+        .is_none_or(|names| names.contains(FILENAME));
+    if spec.filename && wants_filename {
+        if columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(FILENAME))
+        {
+            return Err(SqlError::InvalidOption(format!(
+                "{}: filename => true adds a column \"{FILENAME}\", and the file has one",
+                sources[0].name()
+            )));
         }
+        columns.push(ColumnDef {
+            name: FILENAME.into(),
+            ty: SqlType::Text,
+            nullable: true,
+        });
+        fields.push(FieldSource::FileName);
+    }
+    if keep.len() < count || fields.len() > keep.len() {
+        options.fields = Some(Fields {
+            count,
+            columns: fields,
+        });
     }
     let mut replanned = Vec::new();
     loop {
@@ -431,7 +458,10 @@ pub fn load_inferred(
                 pos.column
                     .checked_sub(1)
                     .and_then(|field| match &options.fields {
-                        Some(f) => f.columns.iter().position(|&c| c == field),
+                        Some(f) => f
+                            .columns
+                            .iter()
+                            .position(|&c| c == FieldSource::Input(field)),
                         None => Some(field),
                     })
                     .filter(|&c| c < columns.len())

@@ -54,7 +54,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast;
 use wireload_gpu::{GpuError, GpuOptions, GpuReport};
-use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Source};
+use wireload_load::{Dialect, FieldSource, Fields, LoadControl, LoadOptions, LoadReport, Source};
 use wireload_query::CatalogSchema;
 use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVersion};
 use wireload_unload::export::Export as ExportFiles;
@@ -1549,12 +1549,16 @@ impl Database {
                 .await;
         }
         let table = self.table(&copy.table)?;
-        check_copy_columns(&table, copy.columns.as_deref())?;
+        let fields = copy_fields(&table, copy.columns.as_deref())?;
         let (format, threads) = match copy.format {
             InputFormat::Csv {
                 mut options,
                 engine,
             } => {
+                if fields.is_some() && engine == Engine::Gpu {
+                    return Err(gpu_takes_no_column_list());
+                }
+                options.fields = fields;
                 let mut sources = files::sources_of(std::slice::from_ref(&path))?;
                 if let Some(detect) = &copy.detect {
                     // AUTO into a table that exists: its columns, the file's dialect
@@ -1594,6 +1598,13 @@ impl Database {
                     ));
                 }
                 return self.load_sources(&copy.table, sources, options, ctl).await;
+            }
+            InputFormat::Arrow { .. } | InputFormat::Parquet { .. } if fields.is_some() => {
+                return Err(SqlError::NotSupported(
+                    "a COPY column list applies to FORMAT csv: an Arrow or Parquet file names \
+                     its columns"
+                        .into(),
+                ));
             }
             InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
             InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),
@@ -1645,6 +1656,7 @@ impl Database {
             detect,
             schema,
             project: None,
+            filename: false,
         };
         let sources = files::sources_of(std::slice::from_ref(&path))?;
         self.create_from_sources(&copy.table, sources, spec, ctl)
@@ -1717,9 +1729,16 @@ impl Database {
     ) -> Result<LoadReport, SqlError> {
         let run = async {
             let table = self.table(&copy.table)?;
-            check_copy_columns(&table, copy.columns.as_deref())?;
+            let fields = copy_fields(&table, copy.columns.as_deref())?;
             match copy.format {
-                InputFormat::Csv { options, engine } => {
+                InputFormat::Csv {
+                    mut options,
+                    engine,
+                } => {
+                    if fields.is_some() && engine == Engine::Gpu {
+                        return Err(gpu_takes_no_column_list());
+                    }
+                    options.fields = fields;
                     self.load_csv(&copy.table, source, options, engine, ctl)
                         .await
                         .map(StatementOutput::Loaded)
@@ -2086,32 +2105,59 @@ fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<Ind
     Ok((def, extra))
 }
 
-/// What a statement that changes the catalog (not only rows) is, for the refusal inside a
-/// transaction.
-/// A COPY column list must name every column of `table` in table order (for now).
-fn check_copy_columns(table: &Table, columns: Option<&[String]>) -> Result<(), SqlError> {
-    let Some(cols) = columns else {
-        return Ok(());
-    };
-    let names: Vec<&str> = table
-        .def()
-        .schema
-        .columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    if cols.iter().map(String::as_str).ne(names.iter().copied()) {
-        return Err(SqlError::NotSupported(format!(
-            "the COPY column list ({}) must name every column of \"{}\" in table order ({}); \
-             subsets and reordering are not supported yet",
-            cols.join(", "),
-            table.name(),
-            names.join(", ")
-        )));
-    }
-    Ok(())
+/// The refusal of a COPY column list on the GPU loader.
+fn gpu_takes_no_column_list() -> SqlError {
+    SqlError::NotSupported(
+        "a COPY column list applies to ENGINE cpu: ENGINE gpu reads every column of the table"
+            .into(),
+    )
 }
 
+/// Where the columns of `table` come from in the input of `COPY table (columns) FROM`, as
+/// PostgreSQL reads it: the input's fields are the listed columns, in the list's order, and
+/// the columns left out are NULL. None without a list, or with one naming every column in
+/// table order.
+fn copy_fields(table: &Table, columns: Option<&[String]>) -> Result<Option<Fields>, SqlError> {
+    let Some(cols) = columns else {
+        return Ok(None);
+    };
+    let defs = &table.def().schema.columns;
+    let mut field_of: Vec<Option<usize>> = vec![None; defs.len()];
+    for (i, name) in cols.iter().enumerate() {
+        let c =
+            defs.iter()
+                .position(|d| d.name == *name)
+                .ok_or_else(|| SqlError::UndefinedColumn {
+                    table: table.name().to_string(),
+                    column: name.clone(),
+                })?;
+        if field_of[c].replace(i).is_some() {
+            return Err(SqlError::InvalidOption(format!(
+                "column \"{name}\" is named more than once in the COPY column list"
+            )));
+        }
+    }
+    if field_of.iter().enumerate().all(|(c, f)| *f == Some(c)) {
+        return Ok(None);
+    }
+    if let Some(c) = (0..defs.len()).find(|&c| field_of[c].is_none() && !defs[c].nullable) {
+        return Err(SqlError::InvalidOption(format!(
+            "column \"{}\" of \"{}\" is NOT NULL: the COPY column list must name it",
+            defs[c].name,
+            table.name()
+        )));
+    }
+    Ok(Some(Fields {
+        count: cols.len(),
+        columns: field_of
+            .iter()
+            .map(|f| f.map_or(FieldSource::Null, FieldSource::Input))
+            .collect(),
+    }))
+}
+
+/// What a statement that changes the catalog (not only rows) is, for the refusal inside a
+/// transaction.
 fn changes_the_catalog(statement: &Statement) -> Option<&'static str> {
     match statement {
         Statement::CreateTable(_) | Statement::CreateTableAs(_) => Some("CREATE TABLE"),

@@ -423,3 +423,123 @@ async fn a_loosely_quoted_file_loads_up_to_its_error() {
     assert_eq!(rejects.len(), 1, "{rejects:?}");
     assert_eq!(rejects[0][0].as_deref(), Some("3"));
 }
+
+#[tokio::test]
+async fn copy_with_a_column_list_reads_those_columns_and_leaves_the_others_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "ca.csv", "c,a\n2024-01-05,1\n2024-01-06,2\n");
+    let db = db(2);
+    run(&db, "CREATE TABLE t (a INT, b TEXT, c DATE)")
+        .await
+        .unwrap();
+    run(&db, &format!("COPY t (c, a) FROM '{f}' (HEADER)"))
+        .await
+        .unwrap();
+    assert_eq!(
+        query(&db, "SELECT a, b, c FROM t ORDER BY a").await,
+        vec![
+            common::row(&[Some("1"), None, Some("2024-01-05")]),
+            common::row(&[Some("2"), None, Some("2024-01-06")]),
+        ]
+    );
+    // every column in table order is the plain COPY; several files at once too
+    let all = file(dir.path(), "all.csv", "3,x,2024-01-07\n");
+    run(&db, &format!("COPY t (a, b, c) FROM '{all}'"))
+        .await
+        .unwrap();
+    file(dir.path(), "more1.csv", "9\n");
+    file(dir.path(), "more2.csv", "10\n");
+    let glob = dir.path().join("more*.csv").display().to_string();
+    run(&db, &format!("COPY t (a) FROM '{glob}'"))
+        .await
+        .unwrap();
+    assert_eq!(
+        query(&db, "SELECT a, b, c FROM t WHERE a >= 3 ORDER BY a").await,
+        vec![
+            srow(&["3", "x", "2024-01-07"]),
+            common::row(&[Some("9"), None, None]),
+            common::row(&[Some("10"), None, None]),
+        ]
+    );
+    // refused before anything is read, the table unchanged
+    let before = query(&db, "SELECT count(*) FROM t").await;
+    let cases = [
+        (
+            "COPY t (a, z) FROM 'x.csv'",
+            "column \"z\" does not exist in table \"t\"",
+        ),
+        (
+            "COPY t (a, a) FROM 'x.csv'",
+            "column \"a\" is named more than once in the COPY column list",
+        ),
+    ];
+    for (sql, message) in cases {
+        let err = fail(&db, sql).await;
+        assert!(err.contains(message), "{sql}: {err}");
+    }
+    run(&db, "CREATE TABLE strict (a INT, b INT NOT NULL)")
+        .await
+        .unwrap();
+    let err = fail(&db, &format!("COPY strict (a) FROM '{f}'")).await;
+    assert!(
+        err.contains("column \"b\" of \"strict\" is NOT NULL: the COPY column list must name it"),
+        "{err}"
+    );
+    // a record with another field count than the list: its line
+    let wide = file(
+        dir.path(),
+        "wide.csv",
+        "c,a\n2024-01-05,1\n2024-01-06,2,extra\n",
+    );
+    let err = fail(&db, &format!("COPY t (c, a) FROM '{wide}' (HEADER)")).await;
+    assert!(err.contains("line 3"), "{err}");
+    assert_eq!(query(&db, "SELECT count(*) FROM t").await, before);
+}
+
+#[tokio::test]
+async fn read_csv_can_add_the_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = file(dir.path(), "a.csv", "id,v\n1,x\n2,y\n");
+    let b = file(dir.path(), "b.csv", "id,v\n3,z\n");
+    let glob = dir.path().join("*.csv").display().to_string();
+    let db = db(2);
+    assert_eq!(
+        query(
+            &db,
+            &format!(
+                "SELECT filename, count(*), max(id) FROM read_csv('{glob}', filename => true) \
+                 GROUP BY filename ORDER BY filename"
+            )
+        )
+        .await,
+        vec![srow(&[&a, "2", "2"]), srow(&[&b, "1", "3"])]
+    );
+    // a statement that does not read it: the other columns only
+    assert_eq!(
+        query(
+            &db,
+            &format!("SELECT v FROM read_csv('{glob}', filename => true) ORDER BY v")
+        )
+        .await,
+        vec![srow(&["x"]), srow(&["y"]), srow(&["z"])]
+    );
+    // with a schema too
+    assert_eq!(
+        query(
+            &db,
+            &format!(
+                "SELECT id, filename FROM read_csv('{b}', schema => 'id INT, v TEXT', \
+                 header => true, filename => true)"
+            )
+        )
+        .await,
+        vec![srow(&["3", &b])]
+    );
+    let clash = file(dir.path(), "clash.txt", "filename,id\nx,1\n");
+    let err = fail(
+        &db,
+        &format!("SELECT * FROM read_csv('{clash}', filename => true)"),
+    )
+    .await;
+    assert!(err.contains("adds a column \"filename\""), "{err}");
+}

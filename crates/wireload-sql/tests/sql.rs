@@ -681,8 +681,11 @@ async fn copy_statement_errors() {
     let f = file(dir.path(), "x.csv", "1,2\n");
     run(&db, "CREATE TABLE t (a INT, b INT)").await.unwrap();
     for (sql, want) in [
-        (format!("COPY t (b, a) FROM {f}"), "table order (a, b)"),
-        (format!("COPY t (a) FROM {f}"), "table order"),
+        (
+            format!("COPY t (z) FROM {f}"),
+            "column \"z\" does not exist",
+        ),
+        (format!("COPY t (a, a) FROM {f}"), "more than once"),
         (format!("COPY nope FROM {f}"), "\"nope\" does not exist"),
         ("COPY t FROM STDIN".to_string(), "STDIN"),
         (

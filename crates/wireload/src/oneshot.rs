@@ -249,6 +249,7 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                     detect: sniff_options(args, &dialect),
                     schema: None,
                     project: None,
+                    filename: false,
                 };
                 let report = engine
                     .create_from_sources(&table_name(&table.name), sources(&table.path)?, spec)
