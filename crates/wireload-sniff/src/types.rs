@@ -26,8 +26,8 @@
 //! does for a load: the one that the most such columns fit, the earlier in the list on a
 //! tie (day before month when both read every value, as DuckDB 2.0 picks: `05/01/2024`
 //! is January 5); columns it does not fit stay TEXT. The samples spread over the whole
-//! input, so one day above 12 anywhere in them settles the order. ISO values fit every format, since the
-//! loader reads ISO whatever the format.
+//! input, so one day above 12 anywhere in them settles the order. ISO values fit every
+//! format, since the loader reads ISO whatever the format.
 //!
 //! Quoted fields are typed like unquoted ones (the loader parses a quoted `"42"` as 42,
 //! as DuckDB infers too), except that a quoted empty string is a value, not NULL, and fits
@@ -39,13 +39,13 @@ use std::sync::LazyLock;
 use wireload_types::{ColumnBuilder, DateTimeFormat, Field, Formats, SqlType};
 
 /// The date formats tried for columns that are not ISO, in order of preference: two-digit
-/// years first (`%Y` reads `24` as the year 24).
-pub const DATE_FORMATS: [&str; 20] = [
+/// years first (`%Y` reads `24` as the year 24). No two-digit year after dots: version
+/// numbers (`1.2.10`) would read as dates.
+pub const DATE_FORMATS: [&str; 19] = [
     "%d/%m/%y",
     "%m/%d/%y",
     "%d-%m-%y",
     "%m-%d-%y",
-    "%d.%m.%y",
     "%d/%m/%Y",
     "%m/%d/%Y",
     "%Y/%m/%d",
@@ -64,7 +64,7 @@ pub const DATE_FORMATS: [&str; 20] = [
 ];
 
 /// How many of [`DATE_FORMATS`] (the first ones, all digits) timestamps are tried with.
-const NUMERIC_DATES: usize = 12;
+const NUMERIC_DATES: usize = 11;
 
 /// The times of day after a date in the timestamp formats tried.
 const TIMES: [&str; 4] = ["%H:%M:%S", "%H:%M", "%I:%M:%S %p", "%I:%M %p"];

@@ -225,7 +225,7 @@ impl DateTimeFormat {
     }
 
     /// Reads `text` by the format alone: its fields, or None when it does not match.
-    fn fields(&self, text: &[u8]) -> Option<Parts> {
+    fn fields(&self, text: &[u8], year_digits: usize) -> Option<Parts> {
         let text = text.trim_ascii();
         let mut p = Parts {
             year: 0,
@@ -249,7 +249,7 @@ impl DateTimeFormat {
             }
             at = match item {
                 Item::Year4 => {
-                    let (v, i) = digits(text, at, 1, 4)?;
+                    let (v, i) = digits(text, at, year_digits, 4)?;
                     p.year = v;
                     i
                 }
@@ -319,8 +319,9 @@ impl DateTimeFormat {
 
     /// The day number and the time of day (microseconds) of `text` read by the format
     /// alone: None when it does not match, an error when it matches an impossible date.
-    fn read(&self, text: &[u8]) -> Option<Result<(i32, i64), ValueError>> {
-        let p = self.fields(text)?;
+    /// `%Y` takes `year_digits` to 4 digits.
+    fn read(&self, text: &[u8], year_digits: usize) -> Option<Result<(i32, i64), ValueError>> {
+        let p = self.fields(text, year_digits)?;
         // %p comes with %I (checked when the format is made): 1-12 o'clock
         let hour = match p.pm {
             Some(_) if !(1..=12).contains(&p.hour) => {
@@ -346,15 +347,17 @@ impl DateTimeFormat {
         Some(Ok((days, time)))
     }
 
-    /// Whether `text` matches the format (ISO not tried): the shape and an existing date.
+    /// Whether `text` matches the format (ISO not tried), as inference wants it: the
+    /// shape, an existing date, and a `%Y` of 4 digits (so that `1.2.10`, a version
+    /// number, is no date of the year 10).
     pub fn matches(&self, text: &[u8]) -> bool {
-        matches!(self.read(text), Some(Ok(_)))
+        matches!(self.read(text, 4), Some(Ok(_)))
     }
 
     /// Parses a DATE written in this format, or in ISO form; a time is checked and dropped.
     #[inline]
     pub fn parse_date(&self, text: &[u8]) -> Result<i32, ValueError> {
-        match self.read(text) {
+        match self.read(text, 1) {
             Some(r) => r.map(|(days, _)| days),
             None => deser::parse_date(text).map_err(|e| self.mismatch(e, "date")),
         }
@@ -364,7 +367,7 @@ impl DateTimeFormat {
     /// 1970-01-01 00:00:00.
     #[inline]
     pub fn parse_timestamp(&self, text: &[u8]) -> Result<i64, ValueError> {
-        match self.read(text) {
+        match self.read(text, 1) {
             Some(r) => r.map(|(days, time)| days as i64 * 86_400_000_000 + time),
             None => deser::parse_timestamp(text).map_err(|e| self.mismatch(e, "timestamp")),
         }
