@@ -1555,9 +1555,6 @@ impl Database {
                 mut options,
                 engine,
             } => {
-                if fields.is_some() && engine == Engine::Gpu {
-                    return Err(gpu_takes_no_column_list());
-                }
                 options.fields = fields;
                 let mut sources = files::sources_of(std::slice::from_ref(&path))?;
                 if let Some(detect) = &copy.detect {
@@ -1735,9 +1732,6 @@ impl Database {
                     mut options,
                     engine,
                 } => {
-                    if fields.is_some() && engine == Engine::Gpu {
-                        return Err(gpu_takes_no_column_list());
-                    }
                     options.fields = fields;
                     self.load_csv(&copy.table, source, options, engine, ctl)
                         .await
@@ -1770,6 +1764,11 @@ impl Database {
     ) -> Result<LoadReport, SqlError> {
         match engine {
             Engine::Cpu => self.load(table, source, options, ctl).await,
+            Engine::Gpu if options.fields.is_some() => Err(SqlError::NotSupported(
+                "a COPY column list applies to ENGINE cpu: ENGINE gpu reads every column of \
+                 the table"
+                    .into(),
+            )),
             Engine::Gpu => self
                 .load_gpu(table, source, options.dialect, options.threads, ctl)
                 .await
@@ -2103,14 +2102,6 @@ fn definitions_of(create: &str, indexes: &[String]) -> Result<(TableDef, Vec<Ind
         }
     }
     Ok((def, extra))
-}
-
-/// The refusal of a COPY column list on the GPU loader.
-fn gpu_takes_no_column_list() -> SqlError {
-    SqlError::NotSupported(
-        "a COPY column list applies to ENGINE cpu: ENGINE gpu reads every column of the table"
-            .into(),
-    )
 }
 
 /// Where the columns of `table` come from in the input of `COPY table (columns) FROM`, as

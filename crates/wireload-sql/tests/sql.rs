@@ -686,6 +686,10 @@ async fn copy_statement_errors() {
             "column \"z\" does not exist",
         ),
         (format!("COPY t (a, a) FROM {f}"), "more than once"),
+        (
+            format!("COPY t (a) FROM {f} WITH (ENGINE gpu)"),
+            "a COPY column list applies to ENGINE cpu",
+        ),
         (format!("COPY nope FROM {f}"), "\"nope\" does not exist"),
         ("COPY t FROM STDIN".to_string(), "STDIN"),
         (
