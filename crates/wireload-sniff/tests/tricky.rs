@@ -310,7 +310,7 @@ fn dates_that_no_format_reads_stay_text() {
         (b',', DQ, DQ, true),
         &[("v", Text)],
     );
-    // two-digit years: 2024, not the year 24
+    // two-digit years: 2024, not the year 24 (DuckDB: a DATE, %d/%m/%y, the same values)
     let s = check(b"a\n1/5/24\n2/6/99\n", (b',', DQ, DQ, true), &[("a", Date)]);
     assert_eq!(format_of(&s), (Some("%d/%m/%y".into()), None));
 }
