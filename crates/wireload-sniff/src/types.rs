@@ -36,7 +36,7 @@
 
 use std::sync::LazyLock;
 
-use wireload_types::{ColumnBuilder, DateTimeFormat, Field, Formats, SqlType};
+use wireload_types::{ColumnBuilder, DateTimeFormat, Field, Formats, SqlType, deser};
 
 /// The date formats tried for columns that are not ISO, in order of preference: two-digit
 /// years first (`%Y` reads `24` as the year 24). No two-digit year after dots: version
@@ -171,9 +171,13 @@ fn loads(ty: &SqlType, fields: &[Field<'_>], null: &[u8], formats: &Formats) -> 
 }
 
 /// Whether `bytes` is a value of `ty` (DATE or TIMESTAMP) as `format` or ISO writes it.
-fn fits_format(ty: &SqlType, format: &DateTimeFormat, field: Field<'_>) -> bool {
-    format.matches(field.bytes)
-        || (has_shape(ty, field.bytes) && loads(ty, &[field], b"\0", &Formats::default()))
+fn fits_format(ty: &SqlType, format: &DateTimeFormat, bytes: &[u8]) -> bool {
+    format.matches(bytes)
+        || (has_shape(ty, bytes)
+            && match ty {
+                SqlType::Date => deser::parse_date(bytes).is_ok(),
+                _ => deser::parse_timestamp(bytes).is_ok(),
+            })
 }
 
 /// Clears the bits of `mask` whose format some value of `fields` does not fit.
@@ -189,7 +193,7 @@ fn narrow_formats(
         if *mask & bit != 0
             && !fields
                 .iter()
-                .all(|f| (!f.quoted && f.bytes == null) || fits_format(ty, format, *f))
+                .all(|f| (!f.quoted && f.bytes == null) || fits_format(ty, format, f.bytes))
         {
             *mask &= !bit;
         }
@@ -245,20 +249,30 @@ impl Candidates {
                 self.mask &= !bit;
             }
         }
-        narrow_formats(
-            &mut self.dates,
-            &SqlType::Date,
-            &guesses.dates,
-            fields,
-            null,
-        );
-        narrow_formats(
-            &mut self.timestamps,
-            &SqlType::Timestamp,
-            &guesses.timestamps,
-            fields,
-            null,
-        );
+        // Values that are all ISO fit every format: only columns that are no longer ISO
+        // DATE (TIMESTAMP) need their formats checked.
+        let iso = |ty: SqlType| {
+            let i = LADDER.iter().position(|t| *t == ty).expect("on the ladder");
+            self.mask & 1 << i != 0
+        };
+        if !iso(SqlType::Date) {
+            narrow_formats(
+                &mut self.dates,
+                &SqlType::Date,
+                &guesses.dates,
+                fields,
+                null,
+            );
+        }
+        if !iso(SqlType::Timestamp) {
+            narrow_formats(
+                &mut self.timestamps,
+                &SqlType::Timestamp,
+                &guesses.timestamps,
+                fields,
+                null,
+            );
+        }
     }
 
     /// Combines the candidates of two parts of one column.
@@ -297,7 +311,7 @@ impl Candidates {
             _ => None,
         };
         match format {
-            Some(f) => fits_format(ty, &f, field),
+            Some(f) => fits_format(ty, &f, field.bytes),
             None => has_shape(ty, field.bytes) && loads(ty, &[field], null, formats),
         }
     }
@@ -321,42 +335,43 @@ fn choose(masks: impl Iterator<Item = u64>, n: usize) -> Option<usize> {
 /// input (see the module doc).
 pub(crate) fn resolve(columns: &[Candidates], guesses: &FormatGuesses) -> (Vec<SqlType>, Formats) {
     let mut types: Vec<SqlType> = columns.iter().map(Candidates::sql_type).collect();
-    let low_bits = |n: usize| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-    let date_mask = low_bits(guesses.dates.len());
-    let ts_mask = low_bits(guesses.timestamps.len());
-    // TEXT by ISO rules, with values: those a format may make DATE or TIMESTAMP
-    let open = |c: usize, types: &[SqlType]| types[c] == SqlType::Text && columns[c].any_value;
-    let mut formats = Formats::default();
-    let n = columns.len();
-    let date = choose(
-        (0..n)
-            .filter(|&c| open(c, &types))
-            .map(|c| columns[c].dates & date_mask),
-        guesses.dates.len(),
+    // dates first: a column of dates alone fits the timestamp formats too
+    let date = assign(
+        &mut types,
+        columns,
+        |c| c.dates,
+        &guesses.dates,
+        SqlType::Date,
     );
-    if let Some(i) = date {
-        formats.date = Some(guesses.dates[i]);
-        for c in 0..n {
-            if open(c, &types) && columns[c].dates >> i & 1 == 1 {
-                types[c] = SqlType::Date;
-            }
+    let timestamp = assign(
+        &mut types,
+        columns,
+        |c| c.timestamps,
+        &guesses.timestamps,
+        SqlType::Timestamp,
+    );
+    (types, Formats { date, timestamp })
+}
+
+/// Among the columns still TEXT by ISO rules and with values, the format of `formats`
+/// that the most of them fit (`mask` gives a column's bits): those columns become `ty`.
+fn assign(
+    types: &mut [SqlType],
+    columns: &[Candidates],
+    mask: impl Fn(&Candidates) -> u64,
+    formats: &[DateTimeFormat],
+    ty: SqlType,
+) -> Option<DateTimeFormat> {
+    let open: Vec<usize> = (0..columns.len())
+        .filter(|&c| types[c] == SqlType::Text && columns[c].any_value)
+        .collect();
+    let i = choose(open.iter().map(|&c| mask(&columns[c])), formats.len())?;
+    for c in open {
+        if mask(&columns[c]) >> i & 1 == 1 {
+            types[c] = ty;
         }
     }
-    let timestamp = choose(
-        (0..n)
-            .filter(|&c| open(c, &types))
-            .map(|c| columns[c].timestamps & ts_mask),
-        guesses.timestamps.len(),
-    );
-    if let Some(i) = timestamp {
-        formats.timestamp = Some(guesses.timestamps[i]);
-        for c in 0..n {
-            if open(c, &types) && columns[c].timestamps >> i & 1 == 1 {
-                types[c] = SqlType::Timestamp;
-            }
-        }
-    }
-    (types, formats)
+    Some(formats[i])
 }
 
 /// The types a column of type `ty` can be re-planned with, narrowest first: each holds

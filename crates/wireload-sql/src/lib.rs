@@ -1569,8 +1569,8 @@ impl Database {
                     if let Some(sniffed) = sniffed {
                         if engine == Engine::Gpu && !sniffed.formats.is_iso() {
                             return Err(SqlError::NotSupported(format!(
-                                "{path}: its dates are not ISO (DATEFORMAT '{}'), and ENGINE \
-                                 gpu reads ISO dates only: load it with ENGINE cpu",
+                                "{path}: its dates are not ISO (format '{}'), and ENGINE gpu \
+                                 reads ISO dates only: load it with ENGINE cpu",
                                 sniffed
                                     .formats
                                     .date
