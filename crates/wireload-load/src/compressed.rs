@@ -2,7 +2,9 @@
 //! found by their magic bytes, not by a file's extension, and decoded as they are read, so
 //! a compressed input is streamed like any other and never held whole or written out. A
 //! [`Counting`] reader under the decoder tells how much of the compressed input was
-//! consumed (progress of a compressed file is its compressed bytes).
+//! consumed (progress of a compressed file is its compressed bytes). A regular file with
+//! several frames or members is decoded on threads of its own instead (`parallel_decode`),
+//! with the same output and errors.
 
 use std::io::{self, BufReader, Cursor, Read};
 use std::sync::Arc;
@@ -15,6 +17,8 @@ pub(crate) type BoxedReader = Box<dyn Read + Send>;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// The first bytes of a zstd frame.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// Bytes 1 to 3 of a skippable zstd frame (byte 0 is 0x50 to 0x5f): pzstd starts with one.
+const ZSTD_SKIPPABLE: [u8; 3] = [0x2a, 0x4d, 0x18];
 /// Bytes of the longest magic: what [`Codec::sniff`] needs to see.
 pub(crate) const MAGIC_BYTES: usize = 4;
 /// Compressed bytes read per call under a decoder.
@@ -34,7 +38,9 @@ impl Codec {
     pub(crate) fn sniff(head: &[u8]) -> Option<Codec> {
         if head.starts_with(&GZIP_MAGIC) {
             Some(Codec::Gzip)
-        } else if head.starts_with(&ZSTD_MAGIC) {
+        } else if head.starts_with(&ZSTD_MAGIC)
+            || (head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == ZSTD_SKIPPABLE)
+        {
             Some(Codec::Zstd)
         } else {
             None
@@ -69,23 +75,27 @@ struct Decoded {
 
 impl Read for Decoded {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).map_err(|e| {
-            let codec = self.codec.name();
-            match e.kind() {
-                io::ErrorKind::UnexpectedEof => io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("{codec} stream is truncated"),
-                ),
-                io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData | io::ErrorKind::Other => {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{codec} stream is corrupt: {e}"),
-                    )
-                }
-                // the compressed input itself could not be read: its own error
-                _ => e,
-            }
-        })
+        self.inner.read(buf).map_err(|e| describe(self.codec, e))
+    }
+}
+
+/// The error a decoder of `codec` gives for `e`, an error of the library under it: it names
+/// the format and the problem ("gzip stream is truncated").
+pub(crate) fn describe(codec: Codec, e: io::Error) -> io::Error {
+    let codec = codec.name();
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("{codec} stream is truncated"),
+        ),
+        io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData | io::ErrorKind::Other => {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{codec} stream is corrupt: {e}"),
+            )
+        }
+        // the compressed input itself could not be read: its own error
+        _ => e,
     }
 }
 

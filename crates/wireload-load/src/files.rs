@@ -179,6 +179,7 @@ fn parse_one<'o, 'a, 't>(
                     lines: 0,
                     whole: false,
                 },
+                release: Some(&whole),
             };
             let units = parse.parse_window(records, 0, &sink, &parse_ctl)?;
             Ok::<_, LoadError>((data.len() as u64, units, parse.take_rejects()))

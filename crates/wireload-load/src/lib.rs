@@ -35,6 +35,7 @@ mod indexing;
 mod limits;
 mod merge;
 mod options;
+mod parallel_decode;
 mod parse;
 mod partition;
 mod pipeline;
@@ -52,7 +53,8 @@ pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
 pub use limits::default_memory_budget;
 pub use options::{
-    FieldSource, Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, Schedule,
+    FieldSource, Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, RowFilter,
+    Schedule,
 };
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
@@ -143,6 +145,7 @@ pub fn parse_source(
                     lines: 0,
                     whole: true,
                 },
+                release: Some(&whole),
             };
             sink.ready()?;
             let units = install(opts.threads, || parse.parse_window(records, 0, sink, ctl))??;
@@ -186,6 +189,7 @@ pub fn parse_records(
         chunks: parse.chunker().chunks(data, 0),
         lines: None,
         origin,
+        release: None,
     };
     parse.parse_window(window, first_unit, appender, ctl)
 }

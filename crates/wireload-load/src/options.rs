@@ -3,7 +3,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
+use arrow::array::BooleanArray;
+use arrow::record_batch::RecordBatch;
 use wireload_csv::{Dialect, ScanMode};
+
+use crate::error::LoadError;
 
 /// How partition buffers are moved into the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -117,6 +121,54 @@ pub struct LoadOptions {
     /// How DATE and TIMESTAMP values are written when not ISO (`DATEFORMAT`,
     /// `TIMESTAMPFORMAT`); ISO values are read either way.
     pub formats: wireload_types::Formats,
+    /// Keeps only the rows this predicate holds for (selection pushed into the load);
+    /// `None`: every row. Not for tables with unique keys (the load refuses it).
+    pub filter: Option<RowFilter>,
+}
+
+/// A predicate a load keeps rows by: each chunk's rows are tested once they are
+/// deserialized, and those it finds false or NULL are dropped before the chunk is merged
+/// (so they never count against the memory budget). The predicate answers None when it
+/// cannot decide for a chunk (an error evaluating it): then the chunk keeps all its rows,
+/// and whoever reads the table filters again.
+#[derive(Clone)]
+pub struct RowFilter(Arc<Box<Keep>>);
+
+/// The predicate of a [`RowFilter`]: the rows of a chunk to keep, None for all of them.
+type Keep = dyn Fn(&RecordBatch) -> Option<BooleanArray> + Send + Sync;
+
+impl RowFilter {
+    /// The filter that keeps the rows `keep` marks true.
+    pub fn new(
+        keep: impl Fn(&RecordBatch) -> Option<BooleanArray> + Send + Sync + 'static,
+    ) -> Self {
+        // boxed behind a thin pointer: the options stay small
+        RowFilter(Arc::new(Box::new(keep)))
+    }
+
+    /// The rows of `batch` the predicate keeps (None when it keeps none).
+    pub(crate) fn apply(&self, batch: RecordBatch) -> Result<Option<RecordBatch>, LoadError> {
+        let Some(mask) = (self.0)(&batch) else {
+            return Ok(Some(batch));
+        };
+        if mask.len() != batch.num_rows() {
+            return Err(LoadError::Internal(format!(
+                "a row filter answered {} values for {} rows",
+                mask.len(),
+                batch.num_rows()
+            )));
+        }
+        // NULL counts as false, as in WHERE
+        let kept = arrow::compute::filter_record_batch(&batch, &mask)
+            .map_err(|e| LoadError::Internal(format!("filtering a chunk: {e}")))?;
+        Ok((kept.num_rows() > 0).then_some(kept))
+    }
+}
+
+impl std::fmt::Debug for RowFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowFilter(..)")
+    }
 }
 
 /// Which fields of the input the table's columns come from (projection pushdown), and

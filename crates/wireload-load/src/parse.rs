@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
 use wireload_csv::{
     FieldBatch, ScanConfig, ScanError, ScanErrorKind, chunk_ranges, chunk_start_states, line_ends,
@@ -21,6 +22,7 @@ use crate::hints::Hints;
 use crate::options::{FieldSource, Fields, LoadControl, LoadOptions, OnError};
 use crate::publish::Sink;
 use crate::reject::{ChunkRejects, Reject, RejectLog, WindowRejects, raw_line, record_end};
+use crate::source::Whole;
 use crate::task::{self, TaskFailure};
 
 /// Longest piece of offending text quoted in an error message.
@@ -376,6 +378,9 @@ pub(crate) struct Records<'d> {
     pub lines: Option<Vec<u64>>,
     /// Where `data` lies in the input.
     pub origin: Origin,
+    /// The mapped input `data` is, whose pages of each parsed chunk are handed back
+    /// ([`Whole::release`]); None: nothing is released.
+    pub release: Option<&'d Whole>,
 }
 
 /// The line ends in `data` before each of `chunks` (which cover `data[start..]` in order),
@@ -499,6 +504,28 @@ impl<'a> CsvParse<'a> {
         }
     }
 
+    /// The rows of a chunk's partition buffers the load's row filter keeps (all of them
+    /// without a filter).
+    fn keep_rows(
+        &self,
+        buffers: Vec<Option<RecordBatch>>,
+        sink: &dyn Sink,
+    ) -> Result<Vec<Option<RecordBatch>>, LoadError> {
+        let Some(filter) = &self.opts.filter else {
+            return Ok(buffers);
+        };
+        if sink.wants_sites() {
+            // the rows' sites (for key errors) would no longer match the rows
+            return Err(LoadError::Options(
+                "a row filter cannot load a table with unique keys".into(),
+            ));
+        }
+        buffers
+            .into_iter()
+            .map(|b| b.map_or(Ok(None), |b| filter.apply(b)))
+            .collect()
+    }
+
     /// Parses the records of a window on the current rayon pool, handing the buffers of
     /// chunk `i` to `sink` as unit `first_unit + i`; returns the number of units.
     pub(crate) fn parse_window(
@@ -514,6 +541,7 @@ impl<'a> CsvParse<'a> {
             chunks: (chunks, states),
             lines,
             origin,
+            release,
         } = window;
         let mut lines = lines;
         // a streamed input loses each window: rows of unique keys need their lines now
@@ -554,7 +582,12 @@ impl<'a> CsvParse<'a> {
             .enumerate()
             .map(|(i, (range, &state))| {
                 let r = task::run(&ctx, i, range.clone(), state).and_then(|(buffers, sites)| {
-                    Ok(sink.take(first_unit + i, buffers, sites, ctx.whole_input())?)
+                    let buffers = self.keep_rows(buffers, sink)?;
+                    sink.take(first_unit + i, buffers, sites, ctx.whole_input())?;
+                    if let Some(whole) = release {
+                        whole.release(range.clone());
+                    }
+                    Ok(())
                 });
                 if r.is_err() {
                     ctx.failed.fetch_min(i, Relaxed);

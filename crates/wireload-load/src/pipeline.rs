@@ -67,6 +67,7 @@ pub(crate) fn load(
                 chunks: parse.chunker().chunks(data, start),
                 lines: None,
                 origin,
+                release: Some(whole),
             };
             let (units, published) =
                 appender.run(ctl, Some(data), rayon::current_num_threads(), |appender| {
@@ -242,6 +243,7 @@ pub(crate) fn stream_windows(
             chunks: w.chunks,
             lines: Some(w.lines),
             origin: w.origin,
+            release: None,
         };
         // parsed on the pool while the cutting thread prepares the next window
         units += install(opts.threads, || {

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use crate::compressed::{BoxedReader, Codec, Counting, Sniffing, read_head};
 use crate::encoding::{Encoding, EncodingError, transcoding};
 use crate::error::LoadError;
+use crate::parallel_decode;
 
 /// The input of a load.
 #[derive(Clone)]
@@ -228,9 +229,13 @@ impl Source {
                 let mut file = file;
                 if let Some(codec) = Codec::sniff(&read_head(&mut file).map_err(io)?) {
                     file.rewind().map_err(io)?;
-                    let decoder = codec
-                        .decoder(Counting::new(file, Arc::clone(consumed)))
-                        .map_err(io)?;
+                    // several frames or members: decoded on threads of their own
+                    let decoder = match parallel_decode::open(&file, codec, consumed).map_err(io)? {
+                        Some(parallel) => parallel,
+                        None => codec
+                            .decoder(Counting::new(file, Arc::clone(consumed)))
+                            .map_err(io)?,
+                    };
                     // a small file's blocks need not be large (CSV decodes to some
                     // times its compressed size)
                     let block = usize::try_from(meta.len().saturating_mul(8))
@@ -404,6 +409,32 @@ impl Whole {
         match self {
             Whole::Mapped(m) => m,
             Whole::Shared(b) => b,
+        }
+    }
+
+    /// Hands the memory pages that lie wholly inside `range` back to the kernel when the
+    /// bytes are a mapped file (bytes in memory stay as they are): a load calls it for
+    /// each chunk it has parsed, so the pages of the file it holds are those of the chunks
+    /// in work, not the whole file's. The bytes stay readable: a later read (a line counted
+    /// for an error message) faults them in from the file again.
+    pub(crate) fn release(&self, range: std::ops::Range<usize>) {
+        let Whole::Mapped(map) = self else {
+            return;
+        };
+        // SAFETY: sysconf reads a constant of the system; it has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let base = map.as_ptr() as usize;
+        // the whole pages inside the range (the map starts on a page)
+        let from = (base + range.start).next_multiple_of(page) - base;
+        let to = ((base + range.end.min(map.len())) / page * page).saturating_sub(base);
+        if to > from {
+            // SAFETY: the map is a private read-only mapping of a file that wireload never
+            // writes: dropping its pages loses nothing, and any later read (by this thread
+            // or another) faults in the same bytes from the file. `from..to` lies inside
+            // the map. A failure changes nothing but memory use.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
         }
     }
 }
@@ -697,6 +728,31 @@ mod tests {
         assert_eq!(b.bytes(), b"3abcdef");
         b.advance(100);
         assert!(b.bytes().is_empty());
+    }
+
+    #[test]
+    fn released_pages_of_a_mapped_file_read_the_same_bytes_again() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.csv");
+        std::fs::write(&path, &data).unwrap();
+        let Input::Whole(whole) = Source::File(path).open().unwrap() else {
+            panic!("a file is mapped")
+        };
+        for range in [
+            0..1,
+            5..70_000,
+            70_000..300_000,
+            0..300_000,
+            299_999..300_000,
+        ] {
+            whole.release(range);
+            assert_eq!(whole.bytes(), &data[..]);
+        }
+        // bytes in memory are never released
+        let shared = Whole::Shared(Arc::from(data.clone()));
+        shared.release(0..300_000);
+        assert_eq!(shared.bytes(), &data[..]);
     }
 
     #[test]

@@ -252,3 +252,104 @@ fn a_list_with_one_compressed_file_loads_it() {
         .0
     );
 }
+
+/// `data` compressed in pieces of about `piece` bytes (cut inside records), the pieces
+/// concatenated, and where each compressed piece starts.
+fn every(data: &[u8], piece: usize, compress: impl Fn(&[u8]) -> Vec<u8>) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::new();
+    let mut starts = Vec::new();
+    for p in data.chunks(piece) {
+        starts.push(out.len());
+        out.extend(compress(p));
+    }
+    (out, starts)
+}
+
+#[test]
+fn multi_member_and_multi_frame_files_of_some_megabytes_load_in_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = csv(11, 300_000);
+    assert!(data.len() > 4 << 20, "{}", data.len());
+    let plain = write(dir.path(), "big.csv", &data);
+    let (gz, members) = every(&data, 1 << 20, gzip);
+    let (z, _) = every(&data, 1 << 20, zstd);
+    // pzstd's layout: a skippable frame (holding the frame's size) before each frame
+    let (pz, _) = every(&data, 1 << 20, |p| {
+        let frame = zstd(p);
+        let mut out = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0];
+        out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        out.extend(frame);
+        out
+    });
+    let mut bgzf_like = Vec::new();
+    for p in data.chunks(60_000) {
+        bgzf_like.extend(bgzf(p));
+    }
+    let files = [
+        write(dir.path(), "big.csv.gz", &gz),
+        write(dir.path(), "big.csv.zst", &z),
+        write(dir.path(), "big.csv.pzst", &pz),
+        write(dir.path(), "big.bgz", &bgzf_like),
+    ];
+    for threads in [1, 4] {
+        let o = opts(threads, 1 << 16);
+        let want = load(&Source::File(plain.clone()), &o).unwrap();
+        assert_eq!(want.0.len(), 300_000);
+        for f in &files {
+            let ctl = LoadControl::default();
+            let t = table();
+            let report = load_into(&t, &Source::File(f.clone()), &o, &ctl).unwrap();
+            let got = (common::rows(&t), report.bytes);
+            assert!(got == want, "{} at {threads} threads", f.display());
+            let size = std::fs::metadata(f).unwrap().len();
+            assert_eq!(ctl.bytes_done.load(Relaxed), size, "{}", f.display());
+        }
+    }
+    // the CRC of a member in the middle: the load fails and publishes nothing
+    let mut corrupt = gz.clone();
+    let middle = members.len() / 2;
+    corrupt[members[middle + 1] - 8] ^= 0x40;
+    let path = write(dir.path(), "corrupt.csv.gz", &corrupt);
+    for threads in [1, 4] {
+        let t = table();
+        let err = load_into(
+            &t,
+            &Source::File(path.clone()),
+            &opts(threads, 1 << 16),
+            &LoadControl::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(&format!(
+                "cannot read {}: gzip stream is corrupt",
+                path.display()
+            )),
+            "{err}"
+        );
+        assert!(common::rows(&t).is_empty());
+    }
+    let list = load_files(
+        &table(),
+        &[Source::File(path)],
+        &opts(4, 1 << 16),
+        &LoadControl::default(),
+    );
+    assert!(list.is_err());
+}
+
+/// A BGZF member (bgzip's format: a `BC` extra subfield holding the member's size less one).
+fn bgzf(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    let body = e.finish().unwrap();
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    let size = 18 + body.len() + 8;
+    let mut m = vec![0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 255, 6, 0, b'B', b'C', 2, 0];
+    m.extend_from_slice(&u16::try_from(size - 1).unwrap().to_le_bytes());
+    m.extend_from_slice(&body);
+    m.extend_from_slice(&crc.sum().to_le_bytes());
+    m.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    m
+}
