@@ -75,8 +75,9 @@ pub enum Engine {
 pub enum InputFormat {
     /// CSV with these options, loaded by `engine`.
     Csv {
-        /// dialect, scan mode, merge, chunk size, threads
-        options: LoadOptions,
+        /// dialect, scan mode, merge, chunk size, threads (boxed: the other variants are
+        /// small)
+        options: Box<LoadOptions>,
         /// the loader that runs it
         engine: Engine,
     },
@@ -222,7 +223,7 @@ pub fn read_spec(args: Vec<(String, Option<String>)>) -> Result<ReadSpec, SqlErr
         return Err(SqlError::Internal("read_csv: not a CSV read".into()));
     };
     Ok(ReadSpec {
-        options,
+        options: *options,
         detect,
         schema,
         project: None,
@@ -714,7 +715,7 @@ impl OptionSet {
             ));
         }
         Ok(InputFormat::Csv {
-            options: opts,
+            options: Box::new(opts),
             engine,
         })
     }
@@ -1019,7 +1020,7 @@ mod tests {
                     table,
                     columns,
                     path,
-                    options,
+                    options: *options,
                     engine,
                 }),
                 other => panic!("not a CSV COPY FROM: {other:?}"),

@@ -16,7 +16,8 @@ use datafusion::sql::sqlparser::ast::{
     TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use wireload_load::{
-    Encoding, FieldSource, Fields, Input, LoadControl, LoadError, LoadReport, Source,
+    Encoding, FieldSource, Fields, Input, LoadControl, LoadError, LoadOptions, LoadReport,
+    RowFilter, Source,
 };
 use wireload_sniff::{SniffOptions, Sniffed};
 use wireload_storage::{Partitioning, Table, TableDef};
@@ -357,6 +358,31 @@ pub fn load_inferred(
     spec: &ReadSpec,
     ctl: &LoadControl,
 ) -> Result<InferredLoad, SqlError> {
+    infer(name, sources, spec)?.load(spec.project.as_ref(), None, ctl)
+}
+
+/// Makes the row filter of a load for the table it loads into (its columns as they are
+/// when the load runs: a re-plan may have widened some); None loads every row.
+pub type FilterFor = Arc<dyn Fn(&TableDef) -> Option<RowFilter> + Send + Sync>;
+
+/// Files whose dialect and columns are known (given or inferred) and not loaded yet.
+pub struct InferredRead {
+    name: String,
+    sources: Vec<Source>,
+    options: LoadOptions,
+    /// every column of the input, as given or inferred
+    columns: Vec<ColumnDef>,
+    /// the columns were inferred (and may be re-planned, and projected)
+    inferred: bool,
+    /// every source is a regular file (a load can run again)
+    rerunnable: bool,
+    /// a last column names each row's file
+    filename: bool,
+}
+
+/// Finds the dialect and columns of `sources` for a table `name` (see [`load_inferred`]):
+/// given by `spec`, or inferred from the first source. A stream is sampled and replayed.
+pub fn infer(name: &str, sources: &[Source], spec: &ReadSpec) -> Result<InferredRead, SqlError> {
     if sources.is_empty() {
         return Err(SqlError::InvalidOption("no file to read".into()));
     }
@@ -386,110 +412,160 @@ pub fn load_inferred(
     options.dialect = sniffed.dialect.clone();
     // the formats given were the only ones the sniffer tried
     options.formats = sniffed.formats;
-    let (mut columns, inferred) = match &spec.schema {
+    let (columns, inferred) = match &spec.schema {
         Some(s) => (s.columns.clone(), false),
         None => (sniffed.columns.clone(), true),
     };
-    let count = columns.len();
-    let mut keep: Vec<usize> = (0..count).collect();
-    if inferred && let Some(names) = &spec.project {
-        // only the columns the statement names are deserialized and kept
-        keep.retain(|&c| names.contains(&columns[c].name.to_lowercase()));
-        if keep.is_empty() {
-            keep.push(0);
-        }
-    }
-    let mut fields: Vec<FieldSource> = keep.iter().map(|&c| FieldSource::Input(c)).collect();
-    columns = keep.iter().map(|&c| columns[c].clone()).collect();
-    let wants_filename = spec
-        .project
-        .as_ref()
-        .is_none_or(|names| names.contains(FILENAME));
-    if spec.filename && wants_filename {
-        if columns
+    if spec.filename
+        && columns
             .iter()
             .any(|c| c.name.eq_ignore_ascii_case(FILENAME))
-        {
-            return Err(SqlError::InvalidOption(format!(
-                "{}: filename => true adds a column \"{FILENAME}\", and the file has one",
-                sources[0].name()
-            )));
+    {
+        return Err(SqlError::InvalidOption(format!(
+            "{}: filename => true adds a column \"{FILENAME}\", and the file has one",
+            sources[0].name()
+        )));
+    }
+    Ok(InferredRead {
+        name: name.to_string(),
+        sources,
+        options,
+        columns,
+        inferred,
+        rerunnable,
+        filename: spec.filename,
+    })
+}
+
+impl InferredRead {
+    /// The name of the table the files load into.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table of every column a statement may read from these files (the input's, and
+    /// `filename` when asked for), empty.
+    pub fn def(&self) -> Result<TableDef, SqlError> {
+        let mut columns = self.columns.clone();
+        if self.filename {
+            columns.push(filename_column());
         }
-        columns.push(ColumnDef {
-            name: FILENAME.into(),
-            ty: SqlType::Text,
-            nullable: true,
-        });
-        fields.push(FieldSource::FileName);
-    }
-    if keep.len() < count || fields.len() > keep.len() {
-        options.fields = Some(Fields {
-            count,
-            columns: fields,
-        });
-    }
-    let mut replanned = Vec::new();
-    loop {
-        // a re-run counts its progress from the start again
-        ctl.bytes_done.store(0, Ordering::Relaxed);
-        let def = TableDef::new(
-            name.to_string(),
-            TableSchema {
-                columns: columns.clone(),
-            },
+        Ok(TableDef::new(
+            self.name.clone(),
+            TableSchema { columns },
             Partitioning::Single,
-        )?;
-        let table = Arc::new(Table::new(def));
-        let error = match wireload_load::load_files(&table, &sources, &options, ctl) {
-            Ok(report) => {
-                return Ok(InferredLoad {
-                    table,
-                    report,
-                    replanned,
-                });
+        )?)
+    }
+
+    /// Loads the files into a new table of the columns named in `project` (lower case;
+    /// None: all of them) and the rows `filter` keeps, re-planning inferred columns as
+    /// [`load_inferred`] says.
+    pub fn load(
+        self,
+        project: Option<&std::collections::HashSet<String>>,
+        filter: Option<&FilterFor>,
+        ctl: &LoadControl,
+    ) -> Result<InferredLoad, SqlError> {
+        let InferredRead {
+            name,
+            sources,
+            mut options,
+            mut columns,
+            inferred,
+            rerunnable,
+            filename,
+        } = self;
+        let count = columns.len();
+        let mut keep: Vec<usize> = (0..count).collect();
+        if inferred && let Some(names) = project {
+            // only the columns the statement names are deserialized and kept
+            keep.retain(|&c| names.contains(&columns[c].name.to_lowercase()));
+            if keep.is_empty() {
+                keep.push(0);
             }
-            Err(e) => e,
-        };
-        let widened = match &error {
-            LoadError::Value { pos, text, .. }
-                if inferred && rerunnable && replanned.len() < MAX_REPLANS =>
-            {
-                // the error names the input's column: the table's is where it is read
-                pos.column
-                    .checked_sub(1)
-                    .and_then(|field| match &options.fields {
-                        Some(f) => f
-                            .columns
-                            .iter()
-                            .position(|&c| c == FieldSource::Input(field)),
-                        None => Some(field),
-                    })
-                    .filter(|&c| c < columns.len())
-                    .and_then(|c| {
-                        wireload_sniff::widen(&columns[c].ty, text.as_bytes(), &options.formats)
-                            .map(|ty| (c, ty))
-                    })
-                    .map(|(c, ty)| (c, ty, pos.clone()))
-            }
-            _ => None,
-        };
-        let Some((c, ty, pos)) = widened else {
-            return Err(SqlError::Load {
-                table: name.to_string(),
-                error,
+        }
+        let mut fields: Vec<FieldSource> = keep.iter().map(|&c| FieldSource::Input(c)).collect();
+        columns = keep.iter().map(|&c| columns[c].clone()).collect();
+        if filename && project.is_none_or(|names| names.contains(FILENAME)) {
+            columns.push(filename_column());
+            fields.push(FieldSource::FileName);
+        }
+        if keep.len() < count || fields.len() > keep.len() {
+            options.fields = Some(Fields {
+                count,
+                columns: fields,
             });
-        };
-        let col: &mut ColumnDef = &mut columns[c];
-        replanned.push(format!(
-            "column \"{}\" re-planned from {} to {}: {} line {} holds {:?}",
-            col.name,
-            col.ty,
-            ty,
-            pos.file,
-            pos.line,
-            text_of(&error)
-        ));
-        col.ty = ty;
+        }
+        let mut replanned = Vec::new();
+        loop {
+            // a re-run counts its progress from the start again
+            ctl.bytes_done.store(0, Ordering::Relaxed);
+            let def = TableDef::new(
+                name.clone(),
+                TableSchema {
+                    columns: columns.clone(),
+                },
+                Partitioning::Single,
+            )?;
+            options.filter = filter.and_then(|f| f(&def));
+            let table = Arc::new(Table::new(def));
+            let error = match wireload_load::load_files(&table, &sources, &options, ctl) {
+                Ok(report) => {
+                    return Ok(InferredLoad {
+                        table,
+                        report,
+                        replanned,
+                    });
+                }
+                Err(e) => e,
+            };
+            let widened = match &error {
+                LoadError::Value { pos, text, .. }
+                    if inferred && rerunnable && replanned.len() < MAX_REPLANS =>
+                {
+                    // the error names the input's column: the table's is where it is read
+                    pos.column
+                        .checked_sub(1)
+                        .and_then(|field| match &options.fields {
+                            Some(f) => f
+                                .columns
+                                .iter()
+                                .position(|&c| c == FieldSource::Input(field)),
+                            None => Some(field),
+                        })
+                        .filter(|&c| c < columns.len())
+                        .and_then(|c| {
+                            wireload_sniff::widen(&columns[c].ty, text.as_bytes(), &options.formats)
+                                .map(|ty| (c, ty))
+                        })
+                        .map(|(c, ty)| (c, ty, pos.clone()))
+                }
+                _ => None,
+            };
+            let Some((c, ty, pos)) = widened else {
+                return Err(SqlError::Load { table: name, error });
+            };
+            let col: &mut ColumnDef = &mut columns[c];
+            replanned.push(format!(
+                "column \"{}\" re-planned from {} to {}: {} line {} holds {:?}",
+                col.name,
+                col.ty,
+                ty,
+                pos.file,
+                pos.line,
+                text_of(&error)
+            ));
+            col.ty = ty;
+        }
+    }
+}
+
+/// The column `filename => true` adds.
+fn filename_column() -> ColumnDef {
+    ColumnDef {
+        name: FILENAME.into(),
+        ty: SqlType::Text,
+        nullable: true,
     }
 }
 

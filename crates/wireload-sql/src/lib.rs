@@ -32,6 +32,7 @@ mod files;
 mod keyed;
 mod limits;
 mod parse;
+mod pushdown;
 mod rebase;
 mod rewrite;
 mod settings;
@@ -68,7 +69,10 @@ pub use ddl::{CreateIndex, CreateTable, DropIndex, DropTable, parse_table};
 pub use dml::{ConflictTarget, CreateTableAs, DoUpdate, OnConflict, RowChange, Truncate, Write};
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
-pub use files::{InferredLoad, load_inferred, sniff_file, sniff_source, sources_of, table_name_of};
+pub use files::{
+    FilterFor, InferredLoad, InferredRead, infer, load_inferred, sniff_file, sniff_source,
+    sources_of, table_name_of,
+};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
 pub use settings::{Setting, SettingStatement, Settings};
 pub use transaction::TxStatement;
@@ -658,7 +662,7 @@ impl Database {
             Statement::CreateTableAs(c) if !reads.is_empty() => Some(c.name.clone()),
             _ => None,
         };
-        let _files = self.materialize(reads, ctl).await?;
+        let _files = self.materialize(reads, &statement, ctl).await?;
         self.mixed_case(&_files).apply(&mut statement);
         let out = self.dispatch(statement, ctl).await;
         if out.is_ok()
@@ -696,40 +700,113 @@ impl Database {
         }
     }
 
-    /// Loads the files (and the rejects log) a statement reads into temporary tables,
-    /// registered until the returned guard drops.
+    /// Loads the files (and the rejects log) `statement` reads into temporary tables,
+    /// registered until the returned guard drops. Each file loads only the columns and rows
+    /// the statement's plan reads of it ([`pushdown`]).
     async fn materialize(
         &self,
         reads: Vec<files::FileRead>,
+        statement: &Statement,
         ctl: &LoadControl,
     ) -> Result<TempTables, SqlError> {
         let mut temps = TempTables {
             schema: Arc::clone(&self.schema),
             tables: Vec::new(),
         };
+        // the columns of every file first (the rejects tables are made at once)
+        let mut inferred = Vec::new();
         for read in reads {
-            let table = match read.source {
-                files::ReadSource::Rejects => Arc::new(self.rejects_table(&read.name)?),
+            match read.source {
+                files::ReadSource::Rejects => {
+                    let table = Arc::new(self.rejects_table(&read.name)?);
+                    self.register_temp(&mut temps, table)?;
+                }
                 files::ReadSource::Files(paths) => {
-                    let (name, spec, ctl2) = (read.name.clone(), read.spec, ctl.clone());
-                    let loaded = self
+                    let (name, spec) = (read.name.clone(), read.spec.clone());
+                    let found = self
                         .run_blocking(spec.options.threads, move || {
                             let sources = files::sources_of(&paths)?;
-                            files::load_inferred(&name, &sources, &spec, &ctl2)
+                            files::infer(&name, &sources, &spec)
                         })
                         .await?;
-                    self.after_load(&loaded.report, &loaded.replanned);
-                    loaded.table
+                    inferred.push((found, read.spec));
                 }
-            };
-            use datafusion::catalog::SchemaProvider;
-            self.schema.register_table(
-                read.name.clone(),
-                Arc::new(SnapshotTable::new(Arc::clone(&table))),
-            )?;
-            temps.tables.push(table);
+            }
+        }
+        let pushed = self.pushdown(statement, &inferred, &temps).await;
+        for ((found, spec), pushed) in inferred.into_iter().zip(pushed) {
+            let project = pushed.columns.clone().or(spec.project);
+            let filter = pushed.filter_for(&self.ctx.state());
+            let ctl2 = ctl.clone();
+            let loaded = self
+                .run_blocking(spec.options.threads, move || {
+                    found.load(project.as_ref(), filter.as_ref(), &ctl2)
+                })
+                .await?;
+            self.after_load(&loaded.report, &loaded.replanned);
+            self.register_temp(&mut temps, loaded.table)?;
         }
         Ok(temps)
+    }
+
+    /// Registers `table` as a temporary table of `temps`.
+    fn register_temp(&self, temps: &mut TempTables, table: Arc<Table>) -> Result<(), SqlError> {
+        use datafusion::catalog::SchemaProvider;
+        self.schema.register_table(
+            table.name().to_string(),
+            Arc::new(SnapshotTable::new(Arc::clone(&table))),
+        )?;
+        temps.tables.push(table);
+        Ok(())
+    }
+
+    /// What the plan of `statement` reads of each file in `reads` (the columns, and the
+    /// filters pushed into its scan): the statement planned over placeholders with the
+    /// files' columns (the tables in `temps` are registered already). Nothing is pushed when
+    /// the statement cannot be planned that way (it may still be fine once the files are
+    /// loaded, or fail then with its own error).
+    async fn pushdown(
+        &self,
+        statement: &Statement,
+        reads: &[(files::InferredRead, copy::ReadSpec)],
+        temps: &TempTables,
+    ) -> Vec<pushdown::Pushed> {
+        let none = || vec![pushdown::Pushed::default(); reads.len()];
+        if reads.is_empty() {
+            return none();
+        }
+        let mut statement = statement.clone();
+        let mut names = self.mixed_case(temps);
+        let mut placeholders = pushdown::Placeholders::new(Arc::clone(&self.schema));
+        let mut schemas = Vec::new();
+        for (read, _) in reads {
+            let Ok(def) = read.def() else {
+                return none();
+            };
+            names.add(&def.schema);
+            match placeholders.add(def) {
+                Some(schema) => schemas.push(schema),
+                None => return none(),
+            }
+        }
+        names.apply(&mut statement);
+        let Some(query) = pushdown_query(statement) else {
+            return none();
+        };
+        let state = self.ctx.state();
+        let Ok(plan) = state.statement_to_plan(query).await else {
+            return none();
+        };
+        let filters = pushdown::only_immutable(&plan);
+        let Ok(plan) = state.optimize(&plan) else {
+            return none();
+        };
+        drop(placeholders);
+        reads
+            .iter()
+            .zip(&schemas)
+            .map(|((read, _), schema)| pushdown::pushed_into(&plan, read.name(), schema, filters))
+            .collect()
     }
 
     /// The mixed-case column names of the tables a statement can read whose names came
@@ -1585,7 +1662,7 @@ impl Database {
                 if sources.len() == 1 {
                     let source = sources.remove(0);
                     return self
-                        .load_csv(&copy.table, source, options, engine, ctl)
+                        .load_csv(&copy.table, source, *options, engine, ctl)
                         .await;
                 }
                 if engine == Engine::Gpu {
@@ -1594,7 +1671,7 @@ impl Database {
                             .into(),
                     ));
                 }
-                return self.load_sources(&copy.table, sources, options, ctl).await;
+                return self.load_sources(&copy.table, sources, *options, ctl).await;
             }
             InputFormat::Arrow { .. } | InputFormat::Parquet { .. } if fields.is_some() => {
                 return Err(SqlError::NotSupported(
@@ -1649,7 +1726,7 @@ impl Database {
             None => None,
         };
         let spec = ReadSpec {
-            options,
+            options: *options,
             detect,
             schema,
             project: None,
@@ -1733,7 +1810,7 @@ impl Database {
                     engine,
                 } => {
                     options.fields = fields;
-                    self.load_csv(&copy.table, source, options, engine, ctl)
+                    self.load_csv(&copy.table, source, *options, engine, ctl)
                         .await
                         .map(StatementOutput::Loaded)
                 }
@@ -2043,7 +2120,27 @@ impl Database {
     }
 }
 
-/// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.
+/// The query of `statement` to plan for pushdown into its file reads: a SELECT, the
+/// query of CREATE TABLE AS or of COPY (query) TO; None for other statements.
+fn pushdown_query(statement: Statement) -> Option<DfStatement> {
+    let query =
+        |q: Box<ast::Query>| Some(DfStatement::Statement(Box::new(ast::Statement::Query(q))));
+    match statement {
+        Statement::Query(q) => match *q {
+            DfStatement::Statement(s) if matches!(*s, ast::Statement::Query(_)) => {
+                Some(DfStatement::Statement(s))
+            }
+            _ => None,
+        },
+        Statement::CreateTableAs(c) => query(c.query),
+        Statement::CopyTo(c) => match c.source {
+            copy::CopySource::Query(q) => query(q),
+            copy::CopySource::Table { .. } => None,
+        },
+        _ => None,
+    }
+}
+
 /// Temporary tables of one statement (files it reads), deregistered when dropped.
 struct TempTables {
     schema: Arc<CatalogSchema>,
@@ -2059,6 +2156,7 @@ impl Drop for TempTables {
     }
 }
 
+/// The parameters' types of `plan` in order (`$1`, `$2`, ...), when all are known.
 fn parameter_fields(plan: &LogicalPlan) -> Option<Vec<arrow::datatypes::FieldRef>> {
     let fields = plan.get_parameter_fields().ok()?;
     (1..=fields.len())
