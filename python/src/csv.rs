@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::Schema;
 use pyo3::prelude::*;
-use wireload_load::{Dialect, LoadControl, LoadOptions, OnError, Source};
+use wireload_load::{Dialect, FieldSource, Fields, LoadControl, LoadOptions, OnError, Source};
 use wireload_sniff::SniffOptions;
 use wireload_storage::{Table, TableDef};
 use wireload_types::{DateTimeFormat, Formats};
@@ -14,10 +14,6 @@ use wireload_types::{DateTimeFormat, Formats};
 use crate::arrow::ArrowResult;
 use crate::errors::{InternalError, ProgrammingError, load_error, sql_error};
 use crate::run::{Progress, run_cancellable};
-
-/// Inputs of at most this many bytes are memory-mapped by default, larger ones read in
-/// blocks.
-const MAP_AT_MOST: u64 = 64 << 20;
 
 /// The name errors give the table `read_csv` loads.
 const TABLE: &str = "read_csv";
@@ -28,7 +24,7 @@ const TABLE: &str = "read_csv";
     paths, schema=None, delimiter=None, quote=Some(String::from("\"")), escape=None,
     header=None, null=String::new(), threads=None, columns=None, on_error="stop",
     progress=false, memory_map=None, block_bytes=None, all_varchar=false,
-    date_format=None, timestamp_format=None
+    date_format=None, timestamp_format=None, filename=false
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_csv(
@@ -49,6 +45,7 @@ pub fn load_csv(
     all_varchar: bool,
     date_format: Option<String>,
     timestamp_format: Option<String>,
+    filename: bool,
 ) -> PyResult<ArrowResult> {
     let on_error = on_error
         .parse::<OnError>()
@@ -100,11 +97,11 @@ pub fn load_csv(
         .map(|p| std::fs::metadata(p).map_or(u64::MAX, |m| m.len()))
         .fold(0u64, u64::saturating_add);
     let bar = progress.then(|| Progress::new(Some(total)));
-    // small files are mapped: blocks would serialize reading and parsing for little memory
-    let small = total <= MAP_AT_MOST;
+    // files are mapped by default: the load hands back the pages of each parsed chunk, so
+    // mapping costs no more memory than blocks, and nothing is copied
     let sources = paths
         .iter()
-        .map(|p| source(py, p, memory_map.unwrap_or(small), block_bytes))
+        .map(|p| source(py, p, memory_map.unwrap_or(true), block_bytes))
         .collect::<PyResult<Vec<_>>>()?;
     if all_varchar && schema.is_some() {
         return Err(ProgrammingError::new_err(
@@ -124,7 +121,13 @@ pub fn load_csv(
     };
     let (table, rejected, first) = match schema {
         Some(def) => {
+            let (def, fields) = if filename {
+                with_filename(def)?
+            } else {
+                (def, None)
+            };
             let table = Arc::new(Table::new(def));
+            let options = LoadOptions { fields, ..options };
             let (target, opts, ctl) = (table.clone(), options, LoadControl::default());
             let c = ctl.clone();
             let report = run_cancellable(py, &ctl, bar.as_ref(), move || {
@@ -167,7 +170,7 @@ pub fn load_csv(
                 project: columns
                     .as_ref()
                     .map(|names| names.iter().map(|n| n.to_lowercase()).collect()),
-                filename: false,
+                filename,
             };
             let ctl = LoadControl::default();
             let c = ctl.clone();
@@ -227,9 +230,9 @@ fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
     PyErr::warn(py, &category, &text, 1)
 }
 
-/// The file at `path`, memory-mapped or streamed in blocks (the default: its pages are not
-/// held while the load runs, so the load's peak memory is the table's and a few blocks').
-/// `block_bytes` sizes the blocks (default [`wireload_load::BLOCK_BYTES`]).
+/// The file at `path`, memory-mapped (the default: the load hands back the pages of the
+/// chunks it has parsed) or streamed in blocks of `block_bytes` (default
+/// [`wireload_load::BLOCK_BYTES`]).
 fn source(
     py: Python<'_>,
     path: &Path,
@@ -326,6 +329,45 @@ fn text_columns(py: Python<'_>, path: &Path, dialect: &Dialect) -> PyResult<Tabl
         wireload_storage::Partitioning::Single,
     )
     .map_err(|e| ProgrammingError::new_err(e.to_string()))
+}
+
+/// `def` with a last column `filename` (the file each row comes from), and the fields the
+/// load fills its columns from.
+fn with_filename(def: TableDef) -> PyResult<(TableDef, Option<Fields>)> {
+    let mut columns = def.schema.columns.clone();
+    if columns
+        .iter()
+        .any(|c| c.name.eq_ignore_ascii_case("filename"))
+    {
+        return Err(ProgrammingError::new_err(
+            "filename=True adds a column \"filename\", and the table has one",
+        ));
+    }
+    let count = columns.len();
+    let mut sources: Vec<FieldSource> = (0..count).map(FieldSource::Input).collect();
+    columns.push(wireload_types::ColumnDef {
+        name: "filename".into(),
+        ty: wireload_types::SqlType::Text,
+        nullable: true,
+    });
+    sources.push(FieldSource::FileName);
+    let mut compression = def.compression.clone();
+    compression.push(wireload_storage::Compression::Plain);
+    let def = TableDef::new(
+        def.name.clone(),
+        wireload_types::TableSchema { columns },
+        def.partitioning,
+    )
+    .and_then(|d| d.with_compression(compression))
+    .and_then(|d| d.with_indexes(def.indexes.clone()))
+    .map_err(|e| ProgrammingError::new_err(e.to_string()))?;
+    Ok((
+        def,
+        Some(Fields {
+            count,
+            columns: sources,
+        }),
+    ))
 }
 
 /// The positions of `names` among the columns of `def`, in the order given.

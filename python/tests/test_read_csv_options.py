@@ -210,3 +210,27 @@ def test_progress_bar_changes_nothing(tmp_path):
     assert wireload.read_csv(path, schema=ALL_TYPES, progress=True).equals(
         wireload.read_csv(path, schema=ALL_TYPES, progress=False)
     )
+
+
+def test_filename_names_each_rows_file(tmp_path):
+    a = tmp_path / "a.csv"
+    b = tmp_path / "b.csv"
+    a.write_text("id,v\n1,x\n2,y\n")
+    b.write_text("id,v\n3,z\n")
+    want = [str(a), str(a), str(b)]
+    # with inferred columns, with a schema and with all_varchar
+    for kwargs in ({}, {"schema": "id INT, v TEXT"}, {"all_varchar": True}):
+        t = wireload.read_csv([a, b], filename=True, **kwargs)
+        assert t.column_names == ["id", "v", "filename"], kwargs
+        assert t.column("filename").to_pylist() == want, kwargs
+        assert t.column("v").to_pylist() == ["x", "y", "z"], kwargs
+    # chosen among the columns
+    t = wireload.read_csv([a, b], filename=True, columns=["filename", "id"])
+    assert t.column_names == ["filename", "id"]
+    assert t.column("id").to_pylist() == [1, 2, 3]
+    # a file that has such a column already
+    clash = tmp_path / "clash.csv"
+    clash.write_text("filename,id\nx,1\n")
+    for kwargs in ({}, {"schema": "filename TEXT, id INT"}):
+        with pytest.raises(wireload.ProgrammingError, match="filename"):
+            wireload.read_csv(clash, filename=True, **kwargs)

@@ -237,6 +237,7 @@ def load_csv(
     all_varchar: bool = False,
     date_format: Optional[str] = None,
     timestamp_format: Optional[str] = None,
+    filename: bool = False,
 ) -> ArrowResult:
     """Loads CSV files as `read_csv` does and returns wireload's own record batches (an
     `ArrowResult`, readable by any Arrow library through `__arrow_c_stream__`)."""
@@ -256,6 +257,7 @@ def load_csv(
         all_varchar=all_varchar,
         date_format=date_format,
         timestamp_format=timestamp_format,
+        filename=filename,
     )
 
 
@@ -275,6 +277,7 @@ def read_csv(
     all_varchar: bool = False,
     date_format: Optional[str] = None,
     timestamp_format: Optional[str] = None,
+    filename: bool = False,
 ) -> _pa.Table:
     """Loads CSV files with wireload's parallel loader into a `pyarrow.Table`.
 
@@ -302,11 +305,9 @@ def read_csv(
             ``"ignore"``: bad rows are skipped and every good row is loaded, with a
             `UserWarning` giving their count and the first one's position and error.
         progress: draw a progress bar on stderr; None: when stderr is a terminal.
-        memory_map: True: map the files into memory (their pages count in the process's
-            memory while the load runs); False: read them in blocks, so the load's peak
-            memory is the table's and a few blocks'; None: map files of up to 64 MiB
-            (where blocks would cost time and mapping little memory), read larger ones in
-            blocks.
+        memory_map: True or None (the default): map the files into memory, handing each
+            part's pages back once it is parsed, so the load's peak memory is about the
+            table's; False: read them in blocks (slower: every byte is copied once).
         all_varchar: without a schema, every column is text, named after the header, and
             the dialect is not detected (the arguments' defaults: ``,``, a header).
         date_format: how DATE values are written when not ISO, strftime-style
@@ -314,6 +315,8 @@ def read_csv(
             detected without a schema.
         timestamp_format: the same for TIMESTAMP values (``"%m/%d/%Y %I:%M %p"``; also
             ``%H %I %M %S %f %p``).
+        filename: add a last column ``filename`` (text) holding the file each row comes
+            from (useful with several files).
 
     Raises:
         DataError: a bad value or record, with its ``file``, ``line``, ``column``,
@@ -339,6 +342,7 @@ def read_csv(
             all_varchar=all_varchar,
             date_format=date_format,
             timestamp_format=timestamp_format,
+            filename=filename,
         )
     )
 

@@ -74,4 +74,5 @@ def load_csv(
     all_varchar: bool = False,
     date_format: Optional[str] = None,
     timestamp_format: Optional[str] = None,
+    filename: bool = False,
 ) -> ArrowResult: ...
