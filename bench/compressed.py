@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Loading compressed CSV against decompressing it: issue 18's bar.
 
+Codecs: gzip and zstd files as `gzip -6` and `zstd -3` write them (one member, one frame),
+and files of many gzip members or zstd frames (see CODECS), which wireload decompresses on
+several threads; each is compared with the one-thread `gzip -dc` or `zstd -dc`.
+
 For each codec (gzip, zstd), times `gzip -dc FILE > /dev/null` (or `zstd -dc`) and a
 wireload load of the same FILE (`COPY lineitem FROM 'FILE'`, the loader's own figure, which
 includes reading, decompressing, parsing and publishing), interleaved, RUNS times each, and
@@ -29,10 +33,19 @@ LINEITEM = (
     "l_comment VARCHAR(44)"
 )
 
+# codec: (file suffix, compressor (None: written by `members`), decompressor). `gzip` and
+# `zstd` are single-member/single-frame files (what `gzip` and `zstd` write); `gzip-members`
+# is the input cut into 4 MiB pieces, each its own gzip member (as `cat a.gz b.gz` or a
+# parallel writer makes), and `zstd-frames` is `pzstd`'s output (frames of about 4 MiB of
+# input each): wireload decompresses those two on several threads.
 CODECS = {
     "gzip": (".gz", ["gzip", "-6", "-c"], ["gzip", "-dc"]),
     "zstd": (".zst", ["zstd", "-q", "-3", "-c"], ["zstd", "-q", "-dc"]),
+    "gzip-members": (".members.gz", None, ["gzip", "-dc"]),
+    "zstd-frames": (".frames.zst", ["pzstd", "-q", "-3", "-p", "2", "-c"], ["zstd", "-q", "-dc"]),
 }
+
+PIECE = 4 << 20
 
 
 def touch(size):
@@ -48,9 +61,21 @@ def compressed(inp, work, codec):
     out = os.path.join(work, os.path.basename(inp) + ext)
     if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(inp):
         with open(out + ".tmp", "wb") as f:
-            subprocess.run(compress + [inp], stdout=f, check=True)
+            if compress is None:
+                members(inp, f)
+            else:
+                subprocess.run(compress + [inp], stdout=f, check=True)
         os.replace(out + ".tmp", out)
     return out
+
+
+def members(inp, out):
+    """Writes `inp` to `out` as gzip members of PIECE input bytes each (level 6)."""
+    import gzip
+
+    with open(inp, "rb") as f:
+        while piece := f.read(PIECE):
+            out.write(gzip.compress(piece, compresslevel=6, mtime=0))
 
 
 def time_decompress(codec, path):
@@ -86,7 +111,7 @@ def main():
     ap.add_argument("--work", default="/dev/shm/wl-gz")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--codecs", default="gzip,zstd")
+    ap.add_argument("--codecs", default="gzip,zstd,gzip-members,zstd-frames")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     size = os.path.getsize(args.input)
