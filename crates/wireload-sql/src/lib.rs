@@ -2120,23 +2120,30 @@ impl Database {
     }
 }
 
-/// The query of `statement` to plan for pushdown into its file reads: a SELECT, the
-/// query of CREATE TABLE AS or of COPY (query) TO; None for other statements.
+/// The query of `statement` to plan for pushdown into its file reads: a SELECT (also
+/// under EXPLAIN), the query of CREATE TABLE AS or of COPY (query) TO; None for other
+/// statements.
 fn pushdown_query(statement: Statement) -> Option<DfStatement> {
     let query =
         |q: Box<ast::Query>| Some(DfStatement::Statement(Box::new(ast::Statement::Query(q))));
     match statement {
-        Statement::Query(q) => match *q {
-            DfStatement::Statement(s) if matches!(*s, ast::Statement::Query(_)) => {
-                Some(DfStatement::Statement(s))
-            }
-            _ => None,
-        },
+        Statement::Query(q) => select_of(*q),
         Statement::CreateTableAs(c) => query(c.query),
         Statement::CopyTo(c) => match c.source {
             copy::CopySource::Query(q) => query(q),
             copy::CopySource::Table { .. } => None,
         },
+        _ => None,
+    }
+}
+
+/// The SELECT of `statement`, looking through EXPLAIN.
+fn select_of(statement: DfStatement) -> Option<DfStatement> {
+    match statement {
+        DfStatement::Statement(s) if matches!(*s, ast::Statement::Query(_)) => {
+            Some(DfStatement::Statement(s))
+        }
+        DfStatement::Explain(e) => select_of(*e.statement),
         _ => None,
     }
 }

@@ -576,6 +576,13 @@ async fn a_file_is_loaded_with_only_the_rows_the_statement_reads() {
             "name number 0"
         ])]
     );
+    // EXPLAIN loads only what the plan reads too
+    let plan = query(
+        &db,
+        &format!("EXPLAIN SELECT name FROM read_csv('{f}', memory_limit => '1MB') WHERE id = 7"),
+    )
+    .await;
+    assert!(!plan.is_empty());
     // a filter through an alias and a join with a table of the database
     run(&db, "CREATE TABLE g (grp TEXT, label TEXT)")
         .await
