@@ -37,6 +37,16 @@ pub fn python() -> &'static Path {
 /// A self-signed certificate for 127.0.0.1 and localhost made with openssl in `dir`:
 /// the paths of the certificate and of its private key (PEM).
 pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    make_self_signed(dir, &[])
+}
+
+/// Like [`self_signed`], but marked as no CA (`basicConstraints=CA:FALSE`): clients that
+/// verify with webpki (rustls) refuse a CA certificate presented by a server.
+pub fn self_signed_end_entity(dir: &Path) -> (PathBuf, PathBuf) {
+    make_self_signed(dir, &["-addext", "basicConstraints=critical,CA:FALSE"])
+}
+
+fn make_self_signed(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
     let cert = dir.join("server.crt");
     let key = dir.join("server.key");
     let out = Command::new("openssl")
@@ -45,6 +55,7 @@ pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
         ])
         .args(["-subj", "/CN=localhost"])
         .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .args(extra)
         .arg("-keyout")
         .arg(&key)
         .arg("-out")

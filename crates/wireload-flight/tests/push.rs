@@ -1,12 +1,18 @@
 //! The push endpoint against hostile clients: forged frames (unsorted or duplicated
 //! dictionaries, codes out of range, unused dictionary entries, wrong column counts and
 //! types, lengths that do not match, broken IPC, NULL in NOT NULL columns, values too long,
-//! frames out of order, a stream cut before its end frame) are refused with an error to the
-//! client, and nothing of the push becomes visible.
+//! dates and timestamps no CSV load produces, frames out of order, a stream cut before its
+//! end frame, raw bytes of files out of order) are refused with an error to the client, and
+//! nothing of the push becomes visible. And the library client against the endpoint:
+//! fragments larger than the server's frame limit are split, `seq` loads several files
+//! with a header each.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float32Array, Int32Array, Int64Array, StringArray, UInt8Array};
+use arrow::array::{
+    ArrayRef, Date32Array, Float32Array, Int32Array, Int64Array, StringArray,
+    TimestampMicrosecondArray, UInt8Array,
+};
 use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
 use arrow_flight::flight_service_client::FlightServiceClient;
@@ -16,6 +22,7 @@ use prost::Message;
 use tokio::runtime::Runtime;
 use wireload_flight::{FlightSettings, serve};
 use wireload_load::LoadControl;
+use wireload_push::client::{self, PushOptions};
 use wireload_push::protocol::{
     Frame, Hello, Mode, PUSH_TYPE_URL, Reply, column_batch, encode_batch, from_json, to_json,
 };
@@ -33,6 +40,11 @@ struct Server {
 
 impl Server {
     fn start(setup: &str) -> Server {
+        Server::start_with(setup, Limits::default())
+    }
+
+    /// A server with `limits` (`max_message_bytes` is the frame limit pushes are told).
+    fn start_with(setup: &str, limits: Limits) -> Server {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -51,7 +63,7 @@ impl Server {
             users: Arc::new(users),
             trust_local: false,
             tls: None,
-            limits: Limits::default(),
+            limits,
         };
         rt.spawn(serve(
             Arc::clone(&db),
@@ -85,18 +97,11 @@ impl Server {
     /// Sends `frames` (header, payload) as one push in `mode`; the final reply or the
     /// error the server gave.
     fn push(&self, mode: Mode, frames: Vec<(Frame, Vec<u8>)>) -> Result<Reply, String> {
-        let hello = Hello {
-            table: "t".into(),
-            mode,
-            file: "forged".into(),
-            dialect: (mode == Mode::Seq).then(|| wireload_push::protocol::WireDialect {
-                delimiter: b',',
-                quote: Some(b'"'),
-                escape: Some(b'"'),
-                header: false,
-                null: Vec::new(),
-            }),
-        };
+        self.push_as(hello(mode), frames)
+    }
+
+    /// Sends `frames` as one push that `hello` opens.
+    fn push_as(&self, hello: Hello, frames: Vec<(Frame, Vec<u8>)>) -> Result<Reply, String> {
         let any = arrow_flight::sql::Any {
             type_url: PUSH_TYPE_URL.into(),
             value: to_json(&hello).into(),
@@ -138,6 +143,23 @@ impl Server {
             }
             last.ok_or_else(|| "no reply".to_string())
         })
+    }
+}
+
+/// The hello of a forged push into t in `mode`.
+fn hello(mode: Mode) -> Hello {
+    Hello {
+        table: "t".into(),
+        mode,
+        file: "forged".into(),
+        files: Vec::new(),
+        dialect: (mode == Mode::Seq).then(|| wireload_push::protocol::WireDialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            escape: Some(b'"'),
+            header: false,
+            null: Vec::new(),
+        }),
     }
 }
 
@@ -437,6 +459,7 @@ fn forged_pushes_are_refused_and_load_nothing() {
             "a raw frame in a push of fragments",
             vec![(
                 Frame::Raw {
+                    file: 0,
                     offset: 0,
                     len: 3,
                     lz4: false,
@@ -464,6 +487,7 @@ fn forged_pushes_are_refused_and_load_nothing() {
             vec![
                 (
                     Frame::Raw {
+                        file: 0,
                         offset: 0,
                         len: 10,
                         lz4: false,
@@ -475,6 +499,67 @@ fn forged_pushes_are_refused_and_load_nothing() {
         )
         .unwrap_err();
     assert!(err.contains("10 bytes"), "{err}");
+    assert_eq!(server.count(), 0);
+    // seq: bytes of a file the push does not have, and files out of order
+    let raw = |file: u64, offset: u64, bytes: &[u8]| {
+        (
+            Frame::Raw {
+                file,
+                offset,
+                len: bytes.len() as u64,
+                lz4: false,
+            },
+            bytes.to_vec(),
+        )
+    };
+    let bytes_end = |bytes: u64| {
+        (
+            Frame::End {
+                fragments: 0,
+                rows: 0,
+                bytes,
+            },
+            Vec::new(),
+        )
+    };
+    let err = server
+        .push(
+            Mode::Seq,
+            vec![raw(0, 0, b"1,a,1\n"), raw(1, 6, b"2,b,2\n"), bytes_end(12)],
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("bytes of file 1: the push has 1 files"),
+        "{err}"
+    );
+    assert_eq!(server.count(), 0);
+    let two_files = Hello {
+        files: vec!["a.csv".into(), "b.csv".into()],
+        ..hello(Mode::Seq)
+    };
+    let err = server
+        .push_as(
+            two_files.clone(),
+            vec![raw(1, 0, b"1,a,1\n"), raw(0, 6, b"2,b,2\n"), bytes_end(12)],
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("bytes of file 0 after bytes of file 1"),
+        "{err}"
+    );
+    assert_eq!(server.count(), 0);
+    // an error names the file the bytes came from, and its line
+    let err = server
+        .push_as(
+            two_files.clone(),
+            vec![
+                raw(0, 0, b"1,a,1\n"),
+                raw(1, 6, b"2,b,2\nx,c,3\n"),
+                bytes_end(18),
+            ],
+        )
+        .unwrap_err();
+    assert!(err.contains("b.csv") && err.contains("line 2"), "{err}");
     assert_eq!(server.count(), 0);
     // the same frames, well formed, load
     match server.push(Mode::All, valid()) {
@@ -493,4 +578,244 @@ fn forged_pushes_are_refused_and_load_nothing() {
             "{text}"
         );
     }
+    // seq: a file without a final newline ends its last record
+    match server.push_as(
+        two_files,
+        vec![raw(0, 0, b"6,a,1"), raw(1, 5, b"7,b,2\n"), bytes_end(11)],
+    ) {
+        Ok(Reply::Done { rows, .. }) => assert_eq!(rows, 2),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.count(), 7);
+}
+
+/// Days from 1970-01-01 of `text` as a CSV load reads a DATE.
+fn day(text: &str) -> i32 {
+    wireload_types::deser::parse_date(text.as_bytes()).unwrap()
+}
+
+/// Microseconds from 1970-01-01 of `text` as a CSV load reads a TIMESTAMP.
+fn micros(text: &str) -> i64 {
+    wireload_types::deser::parse_timestamp(text.as_bytes()).unwrap()
+}
+
+#[test]
+fn forged_dates_and_timestamps_are_refused() {
+    let server = Server::start(
+        "CREATE TABLE t (id INT NOT NULL, d DATE COMPRESSION dictionary, ts TIMESTAMP)",
+    );
+    let (first_day, last_day) = (day("0001-01-01"), day("5874897-12-31"));
+    let first_micros = micros("0001-01-01 00:00:00");
+    let dates = |v: Vec<Option<i32>>| Arc::new(Date32Array::from(v)) as ArrayRef;
+    let stamps = |v: Vec<Option<i64>>| Arc::new(TimestampMicrosecondArray::from(v)) as ArrayRef;
+    let plain = |d: ArrayRef, ts: ArrayRef| {
+        vec![
+            (
+                frag_frame(0, 2, vec![]),
+                fragment(vec![("id", ids(&[1, 2])), ("d", d), ("ts", ts)]),
+            ),
+            end(1, 2),
+        ]
+    };
+    let ok_stamps = || stamps(vec![Some(0), None]);
+    let ok_dates = || dates(vec![Some(0), None]);
+    let cases: Vec<(&str, Frames, &str)> = vec![
+        (
+            "a date before 0001-01-01",
+            plain(dates(vec![Some(0), Some(first_day - 1)]), ok_stamps()),
+            "row 2, column 2 (d)",
+        ),
+        (
+            "a date after 5874897-12-31",
+            plain(dates(vec![Some(last_day + 1), Some(0)]), ok_stamps()),
+            "row 1, column 2 (d)",
+        ),
+        (
+            "the smallest Date32",
+            plain(dates(vec![Some(i32::MIN), None]), ok_stamps()),
+            "outside the range",
+        ),
+        (
+            "a timestamp before 0001-01-01 00:00:00",
+            plain(ok_dates(), stamps(vec![None, Some(first_micros - 1)])),
+            "row 2, column 3 (ts)",
+        ),
+        (
+            "the smallest timestamp",
+            plain(ok_dates(), stamps(vec![Some(i64::MIN), None])),
+            "before 0001-01-01",
+        ),
+        (
+            "a date out of range in a dictionary",
+            vec![
+                (
+                    dict_frame(2),
+                    encode_batch(
+                        &column_batch("d", dates(vec![Some(first_day - 10), Some(0)])).unwrap(),
+                        false,
+                    )
+                    .unwrap(),
+                ),
+                (
+                    frag_frame(0, 2, vec![1]),
+                    fragment(vec![
+                        ("id", ids(&[1, 2])),
+                        ("d", codes(&[0, 1])),
+                        ("ts", ok_stamps()),
+                    ]),
+                ),
+                end(1, 2),
+            ],
+            "the dictionary of column \"d\"",
+        ),
+    ];
+    for (what, frames, expected) in cases {
+        let err = match server.push(Mode::All, frames) {
+            Ok(reply) => panic!("{what}: accepted ({reply:?})"),
+            Err(e) => e,
+        };
+        assert!(err.contains(expected), "{what}: {err}");
+        assert!(err.contains("forged"), "{what}: {err}");
+        assert_eq!(server.count(), 0, "{what}: rows became visible");
+    }
+    // the ends of the range load, and a NULL's slot may hold anything
+    let nulls_over_garbage = |v: i32| {
+        Arc::new(Date32Array::new(
+            vec![v, 0].into(),
+            Some(vec![false, true].into()),
+        )) as ArrayRef
+    };
+    let ends = vec![
+        (
+            frag_frame(0, 2, vec![]),
+            fragment(vec![
+                ("id", ids(&[1, 2])),
+                ("d", dates(vec![Some(first_day), Some(last_day)])),
+                ("ts", stamps(vec![Some(first_micros), Some(i64::MAX)])),
+            ]),
+        ),
+        (
+            frag_frame(1, 2, vec![]),
+            fragment(vec![
+                ("id", ids(&[3, 4])),
+                ("d", nulls_over_garbage(i32::MIN)),
+                ("ts", ok_stamps()),
+            ]),
+        ),
+        end(2, 4),
+    ];
+    match server.push(Mode::All, ends) {
+        Ok(Reply::Done { rows, .. }) => assert_eq!(rows, 4),
+        other => panic!("{other:?}"),
+    }
+    let text = arrow::util::pretty::pretty_format_batches(
+        &server.rows("SELECT CAST(d AS VARCHAR), CAST(ts AS VARCHAR) FROM t WHERE id = 1"),
+    )
+    .unwrap()
+    .to_string();
+    assert!(text.contains("0001-01-01"), "{text}");
+}
+
+/// `rows` rows of a table with repeating and unique text, numbers, dates, NULLs and quoted
+/// delimiters; a header line first when `header`.
+fn csv_rows(from: usize, rows: usize, header: bool) -> String {
+    let mut text = String::new();
+    if header {
+        text.push_str("id,code,note,amount,day\n");
+    }
+    for r in from..from + rows {
+        if r % 11 == 0 {
+            text.push_str(&format!("{r},,,,\n"));
+        } else {
+            text.push_str(&format!(
+                "{r},c{},\"note {r}, unique\",{}.{:02},2024-{:02}-{:02}\n",
+                r % 37,
+                r % 1000,
+                r % 100,
+                1 + r % 12,
+                1 + r % 28
+            ));
+        }
+    }
+    text
+}
+
+const ROWS_TABLE: &str = "(id INT NOT NULL, code VARCHAR(10), note TEXT, amount DECIMAL(9,2), \
+                          day DATE) WITH (COMPRESSION = dictionary)";
+
+/// The rows of `table` as text, in load order.
+fn table_text(server: &Server, table: &str) -> String {
+    arrow::util::pretty::pretty_format_batches(&server.rows(&format!("SELECT * FROM {table}")))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn fragments_larger_than_a_frame_are_split() {
+    const LIMIT: usize = 4096;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rows.csv");
+    std::fs::write(&file, csv_rows(0, 20_000, false)).unwrap();
+    let modes = [Mode::All, Mode::Size, Mode::None, Mode::Seq];
+    let mut setup = format!(
+        "CREATE TABLE reference {ROWS_TABLE}; COPY reference FROM '{}' WITH (FORMAT csv);",
+        file.display()
+    );
+    for m in modes {
+        for lz4 in [0, 1] {
+            setup.push_str(&format!("CREATE TABLE t_{}_{lz4} {ROWS_TABLE};", m.name()));
+        }
+    }
+    let server = Server::start_with(
+        &setup,
+        Limits {
+            max_message_bytes: LIMIT,
+            ..Limits::default()
+        },
+    );
+    let expected = table_text(&server, "reference");
+    for m in modes {
+        for lz4 in [false, true] {
+            let table = format!("t_{}_{}", m.name(), lz4 as u8);
+            let mut opts = PushOptions::new(format!("http://127.0.0.1:{}", server.port), &table, m);
+            opts.credentials = Some((USER.into(), PASSWORD.into()));
+            // fragments of 256 KiB of CSV, 64 times the frame limit
+            opts.chunk_bytes = 256 << 10;
+            opts.fragments_per_partition = 2;
+            opts.threads = 2;
+            opts.lz4 = lz4;
+            let report = client::push(std::slice::from_ref(&file), &opts)
+                .unwrap_or_else(|e| panic!("{table} (lz4 {lz4}): {e}"));
+            assert_eq!(report.rows, 20_000, "{table}");
+            assert!(
+                report.bytes_sent > 20 * LIMIT as u64,
+                "{table}: {} bytes",
+                report.bytes_sent
+            );
+            assert!(table_text(&server, &table) == expected, "{table} differs");
+        }
+    }
+}
+
+#[test]
+fn seq_loads_several_files_with_a_header_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    std::fs::write(&a, csv_rows(0, 3000, true)).unwrap();
+    // the second file ends without a newline
+    std::fs::write(&b, csv_rows(3000, 2000, true).trim_end()).unwrap();
+    let server = Server::start(&format!(
+        "CREATE TABLE reference {ROWS_TABLE}; \
+         COPY reference FROM '{}' WITH (FORMAT csv, HEADER true); \
+         COPY reference FROM '{}' WITH (FORMAT csv, HEADER true); \
+         CREATE TABLE t {ROWS_TABLE};",
+        a.display(),
+        b.display()
+    ));
+    let mut opts = PushOptions::new(format!("http://127.0.0.1:{}", server.port), "t", Mode::Seq);
+    opts.credentials = Some((USER.into(), PASSWORD.into()));
+    opts.dialect.header = true;
+    let report = client::push(&[a.clone(), b.clone()], &opts).unwrap();
+    assert_eq!(report.rows, 5000);
+    assert_eq!(table_text(&server, "t"), table_text(&server, "reference"));
 }

@@ -289,7 +289,8 @@ fn convert(
 /// Checks values that arrived already deserialized (a Shared Loading fragment's column, or a
 /// client's dictionary of it) against column `col`: its exact Arrow type, NOT NULL, CHAR/
 /// VARCHAR lengths (values a load would have trimmed are refused too: a client's
-/// deserializers trim them) and DECIMAL precision. `first_row` names the rows in errors.
+/// deserializers trim them), DECIMAL precision and the DATE/TIMESTAMP range a CSV load
+/// produces. `first_row` names the rows in errors.
 pub fn check_pushed_column(
     file: &str,
     index: usize,
@@ -347,9 +348,76 @@ pub fn check_pushed_column(
                 return Err(value_error(row, BadValue::DoesNotFit(e.to_string())));
             }
         }
+        SqlType::Date | SqlType::Timestamp => check_time_range(array, &col.ty)
+            .map_err(|(row, e)| value_error(row, BadValue::DoesNotFit(e)))?,
         _ => {}
     }
     Ok(())
+}
+
+/// Checks that every DATE (Date32) or TIMESTAMP (microseconds) value of `array` lies in the
+/// range the CSV deserializers produce: years 1 to 5874897 for a DATE, from 0001-01-01
+/// 00:00:00 on for a TIMESTAMP (its upper end is the end of `i64`). Returns the first
+/// offending row and why; one pass over the values, no allocation unless one is found.
+fn check_time_range(array: &ArrayRef, ty: &SqlType) -> Result<(), (usize, String)> {
+    use arrow::datatypes::{ArrowPrimitiveType, Date32Type, TimestampMicrosecondType};
+    /// Days from 1970-01-01 to 0001-01-01 and to 5874897-12-31 (PostgreSQL's last DATE).
+    const DAYS: (i32, i32) = (-719_162, 2_145_042_905);
+    /// Microseconds from 1970-01-01 00:00:00 to 0001-01-01 00:00:00.
+    const FIRST_MICROS: i64 = -719_162 * 86_400_000_000;
+    debug_assert_eq!(wireload_types::deser::parse_date(b"0001-01-01"), Ok(DAYS.0));
+    debug_assert_eq!(
+        wireload_types::deser::parse_date(b"5874897-12-31"),
+        Ok(DAYS.1)
+    );
+    debug_assert_eq!(
+        wireload_types::deser::parse_timestamp(b"0001-01-01 00:00:00"),
+        Ok(FIRST_MICROS)
+    );
+    /// The first valid row of `array` outside `min..=max`.
+    fn first_outside<T: ArrowPrimitiveType>(
+        array: &ArrayRef,
+        min: T::Native,
+        max: T::Native,
+    ) -> Option<(usize, T::Native)>
+    where
+        T::Native: PartialOrd,
+    {
+        let values = array.as_primitive::<T>().values();
+        // NULL slots may hold anything: only a valid row counts
+        if !values.iter().any(|v| *v < min || *v > max) {
+            return None;
+        }
+        (0..values.len())
+            .find(|&r| (values[r] < min || values[r] > max) && array.is_valid(r))
+            .map(|r| (r, values[r]))
+    }
+    match ty {
+        SqlType::Date => match first_outside::<Date32Type>(array, DAYS.0, DAYS.1) {
+            None => Ok(()),
+            Some((row, days)) => Err((
+                row,
+                format!(
+                    "DATE of day {days} from 1970-01-01 is outside the range a load \
+                     accepts (0001-01-01 to 5874897-12-31, days {} to {})",
+                    DAYS.0, DAYS.1
+                ),
+            )),
+        },
+        SqlType::Timestamp => {
+            match first_outside::<TimestampMicrosecondType>(array, FIRST_MICROS, i64::MAX) {
+                None => Ok(()),
+                Some((row, micros)) => Err((
+                    row,
+                    format!(
+                        "TIMESTAMP of {micros} microseconds from 1970-01-01 is before \
+                         0001-01-01 00:00:00 ({FIRST_MICROS}), the first a load accepts"
+                    ),
+                )),
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Checks that every string of `array` fits `ty` (at most `n` characters once trailing

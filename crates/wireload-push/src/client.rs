@@ -159,6 +159,11 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
             .map(|f| f.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
+        files: if opts.mode == Mode::Seq {
+            files.iter().map(|f| f.display().to_string()).collect()
+        } else {
+            Vec::new()
+        },
         dialect: (opts.mode == Mode::Seq).then(|| WireDialect {
             delimiter: opts.dialect.delimiter,
             quote: opts.dialect.quote,
@@ -192,7 +197,7 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
         blocked_ns: AtomicU64::new(0),
     };
     let sent_result = match opts.mode {
-        Mode::Seq => send_file(files, opts, &out),
+        Mode::Seq => send_file(files, opts, &described, &out),
         _ => send_fragments(files, opts, &described, &out, &feedback, Arc::clone(&sent)),
     };
     // closing the stream ends the call: after an end frame the server publishes, without
@@ -356,18 +361,22 @@ struct Sent {
     encoded: (u64, u64),
 }
 
-/// `seq`: the files' bytes as raw frames, then the end frame.
-fn send_file(files: &[PathBuf], opts: &PushOptions, out: &Outbox) -> Result<Sent, PushError> {
+/// `seq`: the files' bytes as raw frames, each frame of one file (the server loads each
+/// file with its own header), then the end frame.
+fn send_file(
+    files: &[PathBuf],
+    opts: &PushOptions,
+    described: &Described,
+    out: &Outbox,
+) -> Result<Sent, PushError> {
     use std::io::Read;
-    if files.len() > 1 && opts.dialect.header {
-        return Err(PushError::Options(
-            "seq sends the files as one input: several files need to come without header".into(),
-        ));
-    }
     let t0 = thread_cpu_seconds();
     let mut offset = 0u64;
-    let mut buf = vec![0u8; opts.chunk_bytes.clamp(64 << 10, 32 << 20)];
-    for f in files {
+    // a frame's payload fits the server's limit, compressed or not (LZ4 grows incompressible
+    // bytes by at most 10% and a few bytes)
+    let fits = (frame_limit(described).saturating_sub(FRAME_OVERHEAD + 256) * 10 / 11).max(1);
+    let mut buf = vec![0u8; opts.chunk_bytes.clamp(64 << 10, 32 << 20).min(fits)];
+    for (index, f) in files.iter().enumerate() {
         let mut file =
             File::open(f).map_err(|e| PushError::io(format!("opening {}", f.display()), e))?;
         loop {
@@ -382,6 +391,7 @@ fn send_file(files: &[PathBuf], opts: &PushOptions, out: &Outbox) -> Result<Sent
                 buf[..n].to_vec()
             };
             let header = Frame::Raw {
+                file: index as u64,
                 offset,
                 len: n as u64,
                 lz4: opts.lz4,
@@ -692,38 +702,37 @@ impl Compress<'_> {
             dictionaries.push(m?);
         }
         self.steps.add("sort+compress", cpu() - cpu1);
-        // transfer: dictionaries first, then fragment after fragment
+        // transfer: dictionaries first, then fragment after fragment, each in as many
+        // frames as the server's frame limit needs
         let mut ser = 0.0;
-        // a dictionary larger than a frame goes in pieces
-        let limit = match self.described.max_frame_bytes {
-            0 => 16 << 20,
-            n => (n as usize / 2).min(16 << 20),
-        };
+        let limit = frame_limit(self.described);
+        let lz4 = self.opts.lz4;
         for (c, dictionary, _) in &dictionaries {
+            let name = &self.def.schema.columns[*c].name;
+            // a first guess of the entries a piece takes: half the limit's share of memory
             let bytes = dictionary.get_array_memory_size().max(1);
-            let per_piece = (dictionary.len() * limit / bytes).max(1);
-            let mut at = 0;
+            let per_piece = dictionary.len() * (limit / 2).min(16 << 20) / bytes;
             // at least one frame: a column whose encoded values are all NULL has an empty
             // dictionary, and its fragments still refer to it
-            while at < dictionary.len() || at == 0 {
-                let n = per_piece.min(dictionary.len() - at);
-                let t0 = thread_cpu_seconds();
-                let body = encode_batch(
-                    &column_batch(&self.def.schema.columns[*c].name, dictionary.slice(at, n))?,
-                    self.opts.lz4,
-                )?;
-                ser += thread_cpu_seconds() - t0;
-                at += n.max(1);
-                self.out.send(
-                    &Frame::Dictionary {
-                        partition,
-                        column: *c,
-                        entries: n as u64,
-                        last: at >= dictionary.len(),
-                    },
-                    body,
-                )?;
-            }
+            send_in_frames(
+                self.out,
+                limit,
+                dictionary.len(),
+                per_piece,
+                |at, n| {
+                    let t0 = thread_cpu_seconds();
+                    let body = encode_batch(&column_batch(name, dictionary.slice(at, n))?, lz4);
+                    ser += thread_cpu_seconds() - t0;
+                    body
+                },
+                |_, at, n| Frame::Dictionary {
+                    partition,
+                    column: *c,
+                    entries: n as u64,
+                    last: at + n >= dictionary.len(),
+                },
+                |at| format!("entry {} of the dictionary of column \"{name}\"", at + 1),
+            )?;
         }
         let mut next_code = vec![0usize; ncols];
         for (f, p) in fragments.iter().zip(&plan) {
@@ -747,20 +756,38 @@ impl Compress<'_> {
                 .collect();
             let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
                 .map_err(|e| PushError::Protocol(format!("a fragment batch: {e}")))?;
-            let body = encode_batch(&batch, self.opts.lz4)?;
             ser += thread_cpu_seconds() - t0;
-            let rows = batch.num_rows() as u64;
-            self.out.send(
-                &Frame::Fragment {
-                    partition,
-                    fragment: self.fragments,
-                    rows,
-                    encoded,
+            // a fragment larger than a frame goes as consecutive fragments of fewer rows
+            // (numbered on, in the same partition: encoded columns keep their dictionary)
+            let rows = batch.num_rows();
+            let bytes = batch.get_array_memory_size().max(1);
+            let first = if bytes <= limit {
+                rows
+            } else {
+                rows * limit / bytes
+            };
+            let (first_fragment, rows_before) = (self.fragments, self.rows);
+            let pieces = send_in_frames(
+                self.out,
+                limit,
+                rows,
+                first,
+                |at, n| {
+                    let t0 = thread_cpu_seconds();
+                    let body = encode_batch(&batch.slice(at, n), lz4);
+                    ser += thread_cpu_seconds() - t0;
+                    body
                 },
-                body,
+                |piece, _, n| Frame::Fragment {
+                    partition,
+                    fragment: first_fragment + piece,
+                    rows: n as u64,
+                    encoded: encoded.clone(),
+                },
+                |at| format!("row {} of the push", rows_before + at as u64 + 1),
             )?;
-            self.fragments += 1;
-            self.rows += rows;
+            self.fragments += pieces;
+            self.rows += rows as u64;
         }
         self.steps.add("serialize", ser);
         let (lock, cv) = self.sent_count;
@@ -779,6 +806,61 @@ impl Compress<'_> {
             },
             Vec::new(),
         )
+    }
+}
+
+/// Protobuf tags and lengths of a frame's two fields (header and payload), at most.
+const FRAME_OVERHEAD: usize = 16;
+
+/// The largest frame (one Flight message) the server takes, in bytes.
+fn frame_limit(described: &Described) -> usize {
+    match described.max_frame_bytes {
+        0 => 1 << 30,
+        n => usize::try_from(n).unwrap_or(usize::MAX).min(1 << 30),
+    }
+}
+
+/// Sends items `0..len` (a fragment's rows, a dictionary's entries) in frames of at most
+/// `limit` bytes: `encode(at, n)` is the payload of items `at..at + n` and `header(piece,
+/// at, n)` its header (`piece` counts the frames sent). Tries `first` items a frame; a frame
+/// over the limit is cut to the share of its items that fits (at most half of them) and
+/// encoded again, down to one item, which must fit (`item(at)` names it in the error). At
+/// least one frame, even when `len` is 0. Returns the number of frames sent.
+fn send_in_frames(
+    out: &Outbox,
+    limit: usize,
+    len: usize,
+    first: usize,
+    mut encode: impl FnMut(usize, usize) -> Result<Vec<u8>, PushError>,
+    header: impl Fn(u64, usize, usize) -> Frame,
+    item: impl Fn(usize) -> String,
+) -> Result<u64, PushError> {
+    let (mut at, mut step, mut piece) = (0, first.max(1), 0u64);
+    loop {
+        let n = step.min(len - at);
+        let body = encode(at, n)?;
+        let frame = header(piece, at, n);
+        let size = to_json(&frame).len() + body.len() + FRAME_OVERHEAD;
+        if size > limit {
+            if n <= 1 {
+                return Err(PushError::Options(format!(
+                    "{} alone needs a frame of {size} bytes; the server takes frames of at \
+                     most {limit} bytes (its max_message_bytes)",
+                    item(at)
+                )));
+            }
+            // the share that fits, by the bytes per item of this try (a little less: the
+            // IPC framing does not shrink with the rows)
+            let fits = (n as u128 * limit as u128 * 9 / 10 / size as u128) as usize;
+            step = fits.clamp(1, n / 2);
+            continue;
+        }
+        out.send(&frame, body)?;
+        piece += 1;
+        at += n;
+        if at >= len {
+            return Ok(piece);
+        }
     }
 }
 
@@ -901,5 +983,130 @@ impl Decider {
                 .map(|_| vec![false; encodable.len()])
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An outbox whose frames stay in the returned receiver.
+    fn outbox() -> (Outbox, futures::channel::mpsc::Receiver<FlightData>) {
+        let (tx, rx) = futures::channel::mpsc::channel(1000);
+        let out = Outbox {
+            tx: Mutex::new(tx),
+            payload: AtomicU64::new(0),
+            blocked_ns: AtomicU64::new(0),
+        };
+        (out, rx)
+    }
+
+    /// The frames sent: (header, payload length, whole frame's bytes).
+    fn frames(
+        out: Outbox,
+        mut rx: futures::channel::mpsc::Receiver<FlightData>,
+    ) -> Vec<(Frame, usize, usize)> {
+        drop(out);
+        let mut all = Vec::new();
+        while let Ok(d) = rx.try_recv() {
+            all.push((
+                from_json::<Frame>(&d.app_metadata).unwrap(),
+                d.data_body.len(),
+                d.encoded_len(),
+            ));
+        }
+        all
+    }
+
+    /// A fake fragment frame of `n` rows.
+    fn fragment(piece: u64, n: usize) -> Frame {
+        Frame::Fragment {
+            partition: 3,
+            fragment: 10 + piece,
+            rows: n as u64,
+            encoded: vec![1],
+        }
+    }
+
+    #[test]
+    fn frames_over_the_limit_are_cut_into_ranges_that_fit() {
+        const LIMIT: usize = 1000;
+        // 300 bytes of framing per payload, 7 per item: 10_000 items need about 100 frames
+        let encode = |_: usize, n: usize| Ok(vec![0u8; 300 + 7 * n]);
+        for first in [10_000, 5_000, 80] {
+            let (out, rx) = outbox();
+            let pieces = send_in_frames(
+                &out,
+                LIMIT,
+                10_000,
+                first,
+                encode,
+                |piece, _, n| fragment(piece, n),
+                |at| format!("row {at}"),
+            )
+            .unwrap();
+            let sent = frames(out, rx);
+            assert_eq!(pieces, sent.len() as u64);
+            let mut rows = 0;
+            for (k, (frame, body, size)) in sent.iter().enumerate() {
+                assert!(*size <= LIMIT, "frame {k}: {size} bytes");
+                let Frame::Fragment {
+                    fragment, rows: n, ..
+                } = frame
+                else {
+                    panic!("{frame:?}");
+                };
+                assert_eq!(*fragment, 10 + k as u64);
+                assert_eq!(*body, 300 + 7 * *n as usize);
+                rows += n;
+            }
+            assert_eq!(rows, 10_000, "first {first}");
+            // no more frames than twice what the items need
+            assert!(
+                sent.len() < 2 * 10_000 * 7 / (LIMIT - 400),
+                "{}",
+                sent.len()
+            );
+        }
+        // nothing to send is still one frame (an empty dictionary)
+        let (out, rx) = outbox();
+        assert_eq!(
+            send_in_frames(
+                &out,
+                LIMIT,
+                0,
+                0,
+                encode,
+                |piece, _, n| fragment(piece, n),
+                |_| String::new()
+            )
+            .unwrap(),
+            1
+        );
+        assert_eq!(frames(out, rx).len(), 1);
+        // one item larger than a frame is an error that names it
+        let (out, _rx) = outbox();
+        let err = send_in_frames(
+            &out,
+            LIMIT,
+            3,
+            3,
+            // item 1 is 2000 bytes, the others 10
+            |at, n| {
+                Ok(vec![
+                    0u8;
+                    10 * n + if at <= 1 && at + n > 1 { 1990 } else { 0 }
+                ])
+            },
+            |piece, _, n| fragment(piece, n),
+            |at| format!("row {} of the push", at + 1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("row 2 of the push alone needs a frame"),
+            "{err}"
+        );
+        assert!(err.contains("at most 1000 bytes"), "{err}");
     }
 }

@@ -1,10 +1,11 @@
 //! The server side of a push: every frame is validated (header, IPC payload, schema and
 //! types, dictionaries sorted and unique with every entry used, codes in range, NOT NULL,
-//! lengths, decimal precision, fragment and row counts) and every fragment becomes a unit
-//! of the append/publish stage, whose dictionary step merges client dictionaries into the
-//! partitions' dictionaries and encodes plain fragment columns (the server's sort step). The
-//! load publishes only after the client's end frame checked out: a malformed, truncated or
-//! interrupted push publishes nothing.
+//! lengths, decimal precision, date and timestamp ranges, fragment and row counts) and
+//! every fragment becomes a unit of the append/publish stage, whose dictionary step merges
+//! client dictionaries into the partitions' dictionaries and encodes plain fragment columns
+//! (the server's sort step). The load publishes only after the client's end frame checked
+//! out: a malformed, truncated or interrupted push publishes nothing. A `seq` push's files
+//! arrive whole, each file's bytes together, and load as a local load of those files.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -620,8 +621,8 @@ fn encoded_column(
     Ok(array)
 }
 
-/// `seq`: the file's bytes arrive whole first, then the server loads them as a local load
-/// does.
+/// `seq`: the files' bytes arrive whole first, then the server loads them as a local load
+/// of several files does (each file with its own header, named by its own name in errors).
 fn ingest_file(
     table: &Table,
     hello: &Hello,
@@ -634,8 +635,14 @@ fn ingest_file(
         .dialect
         .as_ref()
         .ok_or_else(|| PushError::Protocol("a seq push without the file's CSV dialect".into()))?;
+    let names: Vec<&str> = match hello.files.as_slice() {
+        [] => vec![hello.file.as_str()],
+        many => many.iter().map(String::as_str).collect(),
+    };
     let t0 = thread_cpu_seconds();
-    let (mut data, mut received, mut ended) = (Vec::new(), 0u64, false);
+    // the bytes of each file that sent any, in file order; the bytes of all of them
+    let mut files: Vec<(usize, Vec<u8>)> = Vec::new();
+    let (mut total, mut received, mut ended) = (0u64, 0u64, false);
     for frame in frames {
         let frame = frame?;
         received += (frame.header.len() + frame.body.len()) as u64;
@@ -643,13 +650,37 @@ fn ingest_file(
             return Err(PushError::Protocol("a frame after the end frame".into()));
         }
         match from_json::<Frame>(&frame.header)? {
-            Frame::Raw { offset, len, lz4 } => {
-                if offset != data.len() as u64 {
+            Frame::Raw {
+                file,
+                offset,
+                len,
+                lz4,
+            } => {
+                if offset != total {
                     return Err(PushError::Protocol(format!(
-                        "bytes at offset {offset} arrived where offset {} was expected",
-                        data.len()
+                        "bytes at offset {offset} arrived where offset {total} was expected"
                     )));
                 }
+                let index = usize::try_from(file)
+                    .ok()
+                    .filter(|&f| f < names.len())
+                    .ok_or_else(|| {
+                        PushError::Protocol(format!(
+                            "bytes of file {file}: the push has {} files",
+                            names.len()
+                        ))
+                    })?;
+                match files.last() {
+                    Some(&(current, _)) if current > index => {
+                        return Err(PushError::Protocol(format!(
+                            "bytes of file {index} after bytes of file {current}"
+                        )));
+                    }
+                    Some(&(current, _)) if current == index => {}
+                    _ => files.push((index, Vec::new())),
+                }
+                let data = &mut files.last_mut().expect("the file was just added").1;
+                let before = data.len();
                 if lz4 {
                     let bytes = lz4_flex::decompress_size_prepended(&frame.body)
                         .map_err(|e| PushError::Protocol(format!("bad LZ4 block: {e}")))?;
@@ -657,18 +688,18 @@ fn ingest_file(
                 } else {
                     data.extend_from_slice(&frame.body);
                 }
-                if data.len() as u64 != offset + len {
+                let arrived = (data.len() - before) as u64;
+                if arrived != len {
                     return Err(PushError::Protocol(format!(
-                        "a raw frame said {len} bytes, {} arrived",
-                        data.len() as u64 - offset
+                        "a raw frame said {len} bytes, {arrived} arrived"
                     )));
                 }
+                total += arrived;
             }
             Frame::End { bytes, .. } => {
-                if bytes != data.len() as u64 {
+                if bytes != total {
                     return Err(PushError::Protocol(format!(
-                        "the client says it sent {bytes} bytes; {} arrived",
-                        data.len()
+                        "the client says it sent {bytes} bytes; {total} arrived"
                     )));
                 }
                 ended = true;
@@ -697,13 +728,23 @@ fn ingest_file(
         threads: Some(threads),
         ..LoadOptions::default()
     };
-    let source = Source::Bytes {
-        name: hello.file.clone(),
-        data: Arc::from(data),
-    };
+    // files that sent no bytes hold no rows (not even a header)
+    let mut sources: Vec<Source> = files
+        .into_iter()
+        .map(|(f, data)| Source::Bytes {
+            name: names[f].to_string(),
+            data: Arc::from(data),
+        })
+        .collect();
+    if sources.is_empty() {
+        sources.push(Source::Bytes {
+            name: hello.file.clone(),
+            data: Arc::from(Vec::new()),
+        });
+    }
     let parse_pool = pool(threads)?;
     let cpu0 = pool_cpu_seconds(&parse_pool);
-    let report = wireload_load::load_into(table, &source, &opts, ctl)?;
+    let report = wireload_load::load_files(table, &sources, &opts, ctl)?;
     let mut steps = Steps::default();
     steps.add("transfer", transfer);
     steps.add("load", pool_cpu_seconds(&parse_pool) - cpu0);

@@ -118,6 +118,11 @@ pub struct Hello {
     pub mode: Mode,
     /// The name errors give the input (the client's file names).
     pub file: String,
+    /// `seq`: the name of each file, in the order they are sent (raw frames say which file
+    /// their bytes belong to, and the server loads each file with its own header); empty:
+    /// one input named `file`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
     /// The dialect, for `seq`.
     pub dialect: Option<WireDialect>,
 }
@@ -179,10 +184,14 @@ pub enum Frame {
         /// encoded columns, ascending
         encoded: Vec<usize>,
     },
-    /// Bytes `offset..offset + len` of the file (`seq`); LZ4-compressed (block format with
-    /// the length prepended) when `lz4`.
+    /// Bytes `offset..offset + len` of the push's input (`seq`: the files one after
+    /// another), all of them of file `file`; LZ4-compressed (block format with the length
+    /// prepended) when `lz4`. A file's bytes come in order, and the files in order.
     Raw {
-        /// offset in the file
+        /// the file (index into [`Hello::files`]) the bytes belong to
+        #[serde(default)]
+        file: u64,
+        /// offset in the push's input (all files)
         offset: u64,
         /// uncompressed length
         len: u64,
@@ -328,6 +337,7 @@ mod tests {
                 encoded: vec![1, 4],
             },
             Frame::Raw {
+                file: 1,
                 offset: 5,
                 len: 6,
                 lz4: true,
@@ -342,6 +352,16 @@ mod tests {
             assert_eq!(from_json::<Frame>(&to_json(&f)).unwrap(), f);
         }
         assert!(from_json::<Frame>(b"{\"kind\":\"fragment\"}").is_err());
+        // a raw frame of a client that knows no file numbers is of the first file
+        assert_eq!(
+            from_json::<Frame>(b"{\"kind\":\"raw\",\"offset\":0,\"len\":1,\"lz4\":false}").unwrap(),
+            Frame::Raw {
+                file: 0,
+                offset: 0,
+                len: 1,
+                lz4: false
+            }
+        );
         assert_eq!("SL_S".parse::<Mode>().unwrap(), Mode::Size);
     }
 

@@ -441,7 +441,18 @@ pub async fn channel(
     endpoint
         .connect_with_connector(connector)
         .await
-        .map_err(|e| PushError::Transport(format!("connecting to {url}: {}", chain(&e))))
+        .map_err(|e| {
+            let why = chain(&e);
+            // webpki refuses what `openssl req -x509` makes by default: say how to fix it
+            let hint = if why.contains("CaUsedAsEndEntity") {
+                " (the server's certificate is a CA certificate; the client takes only a \
+                 server certificate: make it with basicConstraints=CA:FALSE, or sign it with \
+                 a CA and trust the CA)"
+            } else {
+                ""
+            };
+            PushError::Transport(format!("connecting to {url}: {why}{hint}"))
+        })
 }
 
 /// TLS verified against the PEM bundle in `SSL_CERT_FILE`, or else the system's.

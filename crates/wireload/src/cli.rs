@@ -54,7 +54,8 @@ pub struct PushArgs {
     /// CSV files, loaded in order as one load.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The server's Arrow Flight address.
+    /// The server's Arrow Flight address: http://HOST:PORT, or https://HOST:PORT to verify
+    /// the server against the PEM certificates in $SSL_CERT_FILE (default: the system's).
     #[arg(long, default_value = "http://127.0.0.1:50051", value_name = "URL")]
     pub server: String,
     /// The server's PostgreSQL address (mode pipe).

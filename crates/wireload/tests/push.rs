@@ -1,9 +1,11 @@
 //! `wireload push` as a user runs it, against `wireload serve` started by the test: every
 //! mode loads lineitem (TPC-H SF 0.01) and a wide table exactly as a local COPY loads them
 //! (the same rows in the same order, the same dictionaries), errors are found on the client
-//! and name the place, a push into a table changes nothing when it fails, and two clients
-//! pushing at once give the union.
+//! and name the place, a push into a table changes nothing when it fails, two clients
+//! pushing at once give the union, and a push over TLS trusts only the certificate it is
+//! given.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -25,6 +27,8 @@ struct Served {
     child: Child,
     pg: u16,
     flight: u16,
+    /// psql's sslmode for the server
+    sslmode: &'static str,
 }
 
 impl Drop for Served {
@@ -36,7 +40,14 @@ impl Drop for Served {
 
 /// Starts `wireload serve` with user pat and `init`, waits until it is ready.
 fn serve(init: &Path) -> Served {
+    serve_with::<&str>(init, &[])
+}
+
+/// Starts `wireload serve` with user pat, `init` and `extra` flags, waits until it is
+/// ready.
+fn serve_with<S: AsRef<OsStr>>(init: &Path, extra: &[S]) -> Served {
     let (pg, flight) = (free_port(), free_port());
+    let tls = extra.iter().any(|a| a.as_ref() == "--tls-cert");
     let mut child = Command::new(env!("CARGO_BIN_EXE_wireload"))
         .args(["--threads", "2", "serve", "--listen"])
         .arg(format!("127.0.0.1:{pg}"))
@@ -44,6 +55,7 @@ fn serve(init: &Path) -> Served {
         .arg(format!("127.0.0.1:{flight}"))
         .arg("--init")
         .arg(init)
+        .args(extra)
         .env("WIRELOAD_USER", USER)
         .env("WIRELOAD_PASSWORD", PASSWORD)
         .env("RUST_LOG", "info")
@@ -60,7 +72,13 @@ fn serve(init: &Path) -> Served {
                 log.push(line);
                 if ready {
                     std::thread::spawn(move || for _ in lines.by_ref() {});
-                    return Served { child, pg, flight };
+                    let sslmode = if tls { "require" } else { "disable" };
+                    return Served {
+                        child,
+                        pg,
+                        flight,
+                        sslmode,
+                    };
                 }
             }
             _ => break,
@@ -89,8 +107,8 @@ fn push(server: &Served, args: &[&str]) -> Output {
 fn psql(server: &Served, sql: &str) -> String {
     let out = Command::new(wireload_clients::psql())
         .arg(format!(
-            "host=127.0.0.1 port={} user={USER} dbname=wireload sslmode=disable",
-            server.pg
+            "host=127.0.0.1 port={} user={USER} dbname=wireload sslmode={}",
+            server.pg, server.sslmode
         ))
         .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
         .env("PGPASSWORD", PASSWORD)
@@ -288,18 +306,21 @@ fn bad_input_is_named_on_the_client_and_loads_nothing() {
     .unwrap();
     let server = serve(&init);
     for mode in ["all", "size", "none", "seq", "pipe"] {
-        // seq sends its files as one input: one file there
-        let files: Vec<&str> = if mode == "seq" {
-            vec![bad.to_str().unwrap()]
-        } else {
-            vec![good.to_str().unwrap(), bad.to_str().unwrap()]
-        };
-        let mut args = vec!["--table", "t", "--mode", mode];
-        args.extend(files);
+        let args = [
+            "--table",
+            "t",
+            "--mode",
+            mode,
+            good.to_str().unwrap(),
+            bad.to_str().unwrap(),
+        ];
         let out = push(&server, &args);
         assert!(!out.status.success(), "{mode}: a bad file loaded");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("line 5003"), "{mode}: {err}");
+        if mode != "pipe" {
+            assert!(err.contains("bad.csv"), "{mode}: {err}");
+        }
         assert!(err.contains("not a number"), "{mode}: {err}");
         assert_eq!(
             psql(&server, "SELECT count(*) FROM t").trim(),
@@ -400,4 +421,71 @@ fn two_clients_at_once_give_the_union_and_a_killed_one_nothing() {
     let _ = slow.wait();
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "400000");
+}
+
+#[test]
+fn a_push_over_tls_trusts_the_certificate_it_is_given_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = wireload_clients::self_signed_end_entity(dir.path());
+    // a certificate of somebody else: a client that trusts only it does not trust the server
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).unwrap();
+    let (other, _) = wireload_clients::self_signed_end_entity(&other_dir);
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let rows = |from: usize| {
+        let mut text = String::from("id,v\n");
+        for i in from..from + 10_000 {
+            text.push_str(&format!("{i},v{}\n", i % 100));
+        }
+        text
+    };
+    std::fs::write(&a, rows(0)).unwrap();
+    std::fs::write(&b, rows(10_000)).unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        "CREATE TABLE t (id BIGINT NOT NULL, v TEXT) WITH (COMPRESSION = dictionary);\n",
+    )
+    .unwrap();
+    let server = serve_with(
+        &init,
+        &[
+            OsStr::new("--tls-cert"),
+            cert.as_os_str(),
+            OsStr::new("--tls-key"),
+            key.as_os_str(),
+        ],
+    );
+    let push_tls = |trusted: &Path, mode: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wireload"))
+            .args(["--threads", "2", "push", "--server"])
+            .arg(format!("https://127.0.0.1:{}", server.flight))
+            .args(["--table", "t", "--mode", mode, "--header"])
+            .args([&a, &b])
+            .env("SSL_CERT_FILE", trusted)
+            .env("WIRELOAD_USER", USER)
+            .env("WIRELOAD_PASSWORD", PASSWORD)
+            .output()
+            .unwrap()
+    };
+    let mut total = 0;
+    for mode in ["all", "none", "seq"] {
+        let out = ok(&push_tls(&cert, mode));
+        assert!(out.contains("pushed 20000 rows"), "{mode}: {out}");
+        total += 20_000;
+        assert_eq!(
+            psql(&server, "SELECT count(*), count(DISTINCT id) FROM t").trim(),
+            format!("{total}|20000"),
+            "{mode}"
+        );
+    }
+    // a client that does not trust the server's certificate is refused before it sends
+    let out = push_tls(&other, "all");
+    assert!(!out.status.success(), "an untrusted server was pushed to");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("certificate"), "{err}");
+    assert_eq!(
+        psql(&server, "SELECT count(*) FROM t").trim(),
+        total.to_string()
+    );
 }
