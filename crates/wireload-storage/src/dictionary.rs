@@ -18,9 +18,7 @@
 //!    or the code width changed, and every fragment is encoded through its map.
 
 use std::borrow::Cow;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-use std::collections::binary_heap::PeekMut;
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -246,6 +244,23 @@ pub fn merge_column(
             existing.len()
         )));
     }
+    // Plain strings get a sorted dictionary of their own first (the sort step, as a client
+    // does it): the merge then reads each fragment's distinct strings one after another,
+    // where sorted references into the fragment's rows would jump about its values.
+    let incoming = if data_type == DataType::Utf8 {
+        incoming
+            .into_iter()
+            .map(|fragment| match fragment {
+                FragmentColumn::Plain(values) if values.data_type() == &data_type => {
+                    let (dictionary, codes) = encode_fragment(&values)?;
+                    Ok(FragmentColumn::Encoded { dictionary, codes })
+                }
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        incoming
+    };
     dispatch!(
         &data_type,
         K => merge_typed::<K>(&data_type, dictionary, existing, &incoming),
@@ -1082,8 +1097,8 @@ fn check_rows(rows: usize) -> Result<()> {
 
 /// Merges strictly ascending inputs into their sorted union, with for each input the map
 /// from its positions to positions in the union. Two inputs (the partition's dictionary
-/// and one fragment, the common case) are merged directly, more with a binary heap of
-/// cursors: O(entries * log inputs).
+/// and one fragment, the common case) are merged directly, more with a tree of losers:
+/// O(entries * log inputs).
 fn merge_sorted<T: Ord + Copy>(inputs: &[&[T]]) -> Result<(Vec<T>, Vec<Vec<u32>>)> {
     let total: usize = inputs.iter().map(|input| input.len()).sum();
     if total > MAX_ENTRIES {
@@ -1139,27 +1154,49 @@ fn merge_many<T: Ord + Copy>(inputs: &[&[T]]) -> (Vec<T>, Vec<Vec<u32>>) {
         .iter()
         .map(|input| Vec::with_capacity(input.len()))
         .collect();
-    // (next value, input); the input only breaks ties, which the output does not see.
-    let mut heap: BinaryHeap<Reverse<(T, usize)>> = inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(input, values)| values.first().map(|&value| Reverse((value, input))))
-        .collect();
-    while let Some(mut top) = heap.peek_mut() {
-        let Reverse((value, input)) = *top;
+    // A tree of losers (a tournament): each value out costs one comparison per level,
+    // log2(inputs), half of a binary heap's sift-down. A player is an input's next value
+    // (None once the input is exhausted: it loses to every value) and the input.
+    type Player<T> = (Option<T>, usize);
+    let beats = |a: &Player<T>, b: &Player<T>| match (a.0, b.0) {
+        (Some(x), Some(y)) => x < y,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let k = inputs.len();
+    // node n's children are 2n and 2n + 1; input i is leaf k + i
+    let mut winners: Vec<Player<T>> = vec![(None, 0); 2 * k];
+    for (input, values) in inputs.iter().enumerate() {
+        winners[k + input] = (values.first().copied(), input);
+    }
+    let mut losers: Vec<Player<T>> = vec![(None, 0); k.max(1)];
+    for node in (1..k).rev() {
+        let (left, right) = (winners[2 * node], winners[2 * node + 1]);
+        (winners[node], losers[node]) = if beats(&left, &right) {
+            (left, right)
+        } else {
+            (right, left)
+        };
+    }
+    let mut top = winners[k.min(1)];
+    drop(winners);
+    while let (Some(value), input) = top {
         // Values come out in ascending order, so a duplicate follows its first occurrence.
         if merged.last() != Some(&value) {
             merged.push(value);
         }
         let map = &mut maps[input];
         map.push(merged.len() as u32 - 1);
-        match inputs[input].get(map.len()) {
-            // Replacing the top and sifting it down once is half the work of pop + push.
-            Some(&next) => *top = Reverse((next, input)),
-            None => {
-                PeekMut::pop(top);
+        // the input's next value plays its way up from its leaf
+        let mut player = (inputs[input].get(map.len()).copied(), input);
+        let mut node = (k + input) / 2;
+        while node > 0 {
+            if beats(&losers[node], &player) {
+                std::mem::swap(&mut losers[node], &mut player);
             }
+            node /= 2;
         }
+        top = player;
     }
     (merged, maps)
 }
@@ -1960,6 +1997,33 @@ mod tests {
         assert_eq!(sorted, expected);
         for (id, key) in keys.iter().enumerate() {
             assert_eq!(&sorted[rank[id] as usize], key);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn merge_sorted_gives_the_union_and_each_inputs_map(
+            // from no input to more than a partition's 50 fragments, some of them empty,
+            // values from a narrow range (many shared) or a wide one
+            sets in prop::collection::vec(
+                prop::collection::btree_set(prop_oneof![0u32..200, any::<u32>()], 0..40),
+                0..70,
+            ),
+        ) {
+            let inputs: Vec<Vec<u32>> = sets.iter().map(|s| s.iter().copied().collect()).collect();
+            let slices: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
+            let (merged, maps) = merge_sorted(&slices).unwrap();
+            let union: std::collections::BTreeSet<u32> = sets.iter().flatten().copied().collect();
+            prop_assert_eq!(&merged, &union.into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(maps.len(), inputs.len());
+            for (input, map) in inputs.iter().zip(&maps) {
+                prop_assert_eq!(map.len(), input.len());
+                for (value, &code) in input.iter().zip(map) {
+                    prop_assert_eq!(merged[code as usize], *value);
+                }
+            }
         }
     }
 
