@@ -64,8 +64,14 @@ pub struct PushOptions {
     pub dialect: Dialect,
     /// Bytes of file per fragment (the paper: 10 MiB).
     pub chunk_bytes: usize,
-    /// Fragments per partition (the paper: 50).
+    /// Fragments per partition (the paper: 50), at most.
     pub fragments_per_partition: usize,
+    /// Partitions the files are cut into at least, by their size: a partition's fragments
+    /// are sent only after its dictionaries are merged, so a push of a single partition does
+    /// all of the client's work before the first byte goes out. The paper's 50 fragments a
+    /// partition assume files of many partitions; a smaller push gets partitions of
+    /// `ceil(fragments / min_partitions)` fragments (1: no lower bound).
+    pub min_partitions: usize,
     /// Partitions parsed and not yet sent before the parse waits (the paper: 7).
     pub partitions_in_flight: usize,
     /// Client threads for deserializing and for compressing.
@@ -89,6 +95,7 @@ impl PushOptions {
             dialect: Dialect::default(),
             chunk_bytes: 10 << 20,
             fragments_per_partition: 50,
+            min_partitions: 4,
             partitions_in_flight: 7,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             bandwidth: None,
@@ -198,7 +205,13 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
     };
     let sent_result = match opts.mode {
         Mode::Seq => send_file(files, opts, &described, &out),
-        _ => send_fragments(files, opts, &described, &out, &feedback, Arc::clone(&sent)),
+        _ => {
+            let opts = PushOptions {
+                fragments_per_partition: partition_fragments(opts, file_bytes),
+                ..opts.clone()
+            };
+            send_fragments(files, &opts, &described, &out, &feedback, Arc::clone(&sent))
+        }
     };
     // closing the stream ends the call: after an end frame the server publishes, without
     // one it refuses the load
@@ -359,6 +372,15 @@ impl Outbox {
 struct Sent {
     steps: Steps,
     encoded: (u64, u64),
+}
+
+/// Fragments per partition for files of `file_bytes` bytes: at most
+/// `fragments_per_partition`, and few enough for `min_partitions` partitions.
+fn partition_fragments(opts: &PushOptions, file_bytes: u64) -> usize {
+    let chunk = opts.chunk_bytes.max(4096) as u64;
+    let fragments = file_bytes.div_ceil(chunk).max(1);
+    let for_min = fragments.div_ceil(opts.min_partitions.max(1) as u64);
+    (opts.fragments_per_partition as u64).min(for_min).max(1) as usize
 }
 
 /// `seq`: the files' bytes as raw frames, each frame of one file (the server loads each
@@ -1026,6 +1048,27 @@ mod tests {
             rows: n as u64,
             encoded: vec![1],
         }
+    }
+
+    #[test]
+    fn small_pushes_are_cut_into_at_least_min_partitions() {
+        let opts = PushOptions::new("http://127.0.0.1:1", "t", Mode::All);
+        let mib = |n: u64| n << 20;
+        // lineitem SF1 (725 MiB, 73 fragments): 4 partitions of 19
+        assert_eq!(partition_fragments(&opts, mib(725)), 19);
+        // 320 MB: 32 fragments in 4 partitions of 8
+        assert_eq!(partition_fragments(&opts, 319_748_676), 8);
+        // a large file: the paper's 50
+        assert_eq!(partition_fragments(&opts, mib(100_000)), 50);
+        // a small one: one fragment a partition, an empty one too
+        assert_eq!(partition_fragments(&opts, mib(3)), 1);
+        assert_eq!(partition_fragments(&opts, 0), 1);
+        // no lower bound: the given size
+        let fixed = PushOptions {
+            min_partitions: 1,
+            ..opts
+        };
+        assert_eq!(partition_fragments(&fixed, mib(725)), 50);
     }
 
     #[test]

@@ -88,9 +88,10 @@ pub struct PushArgs {
     /// MiB of file per fragment.
     #[arg(long, default_value_t = 10, value_name = "MIB")]
     pub chunk_mib: usize,
-    /// Fragments per partition.
-    #[arg(long, default_value_t = 50, value_name = "N")]
-    pub fragments: usize,
+    /// Fragments per partition (default: 50, fewer when the files make fewer than 4
+    /// partitions of 50, so that sending starts early).
+    #[arg(long, value_name = "N")]
+    pub fragments: Option<usize>,
     /// Partitions parsed ahead of the network at most.
     #[arg(long, default_value_t = 7, value_name = "N")]
     pub partitions_in_flight: usize,

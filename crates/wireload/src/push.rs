@@ -81,16 +81,25 @@ pub fn execute(args: &PushArgs, threads: usize) -> Result<PushReport> {
     if args.mode == Mode::Pipe {
         return run_pipe(args, &dialect, user, password);
     }
+    let defaults = PushOptions::new(&args.server, &args.table, args.mode);
     let opts = PushOptions {
         credentials: user.zip(password),
         dialect,
         chunk_bytes: args.chunk_mib.max(1) << 20,
-        fragments_per_partition: args.fragments.max(1),
+        // fragments given: exactly those partitions
+        fragments_per_partition: args
+            .fragments
+            .unwrap_or(defaults.fragments_per_partition)
+            .max(1),
+        min_partitions: match args.fragments {
+            Some(_) => 1,
+            None => defaults.min_partitions,
+        },
         partitions_in_flight: args.partitions_in_flight.max(1),
         threads,
         bandwidth: args.bandwidth,
         lz4: args.lz4,
-        ..PushOptions::new(&args.server, &args.table, args.mode)
+        ..defaults
     };
     Ok(push(&args.files, &opts)?)
 }
