@@ -201,6 +201,7 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
     let out = Outbox {
         tx: Mutex::new(frames_tx),
         payload: AtomicU64::new(0),
+        plain: AtomicU64::new(0),
         blocked_ns: AtomicU64::new(0),
     };
     let sent_result = match opts.mode {
@@ -343,6 +344,9 @@ struct Outbox {
     tx: Mutex<futures::channel::mpsc::Sender<FlightData>>,
     /// payload bytes handed over
     payload: AtomicU64,
+    /// bytes of the fragments handed over as their plain columns would have been (for
+    /// `auto`: payload / plain is what encoding saves on the wire)
+    plain: AtomicU64,
     /// nanoseconds the stages waited for the network to take frames
     blocked_ns: AtomicU64,
 }
@@ -810,6 +814,12 @@ impl Compress<'_> {
             )?;
             self.fragments += pieces;
             self.rows += rows as u64;
+            let plain: usize = f
+                .columns()
+                .iter()
+                .map(|a| a.to_data().get_slice_memory_size().unwrap_or(0))
+                .sum();
+            self.out.plain.fetch_add(plain as u64, Relaxed);
         }
         self.steps.add("serialize", ser);
         let (lock, cv) = self.sent_count;
@@ -898,6 +908,10 @@ struct Decider {
     bandwidth: Option<Bandwidth>,
     /// (nanoseconds blocked, socket bytes) at the last adaptation, and when
     blocked_at: (u64, u64, Instant),
+    /// (payload, plain) bytes handed over at the last adaptation
+    payload_at: (u64, u64),
+    /// whether a first window of fragments sent was seen
+    warmed: bool,
     /// the socket's byte counter
     sent: Arc<AtomicU64>,
 }
@@ -920,6 +934,8 @@ impl Decider {
             taken: 0,
             bandwidth: opts.bandwidth,
             blocked_at: (0, sent.load(Relaxed), Instant::now()),
+            payload_at: (0, 0),
+            warmed: false,
             sent,
         }
     }
@@ -943,8 +959,9 @@ impl Decider {
     /// `auto`, every 200 ms: the server's CPUs busy with other work than loads (queries)
     /// → the client transforms everything; the stages waiting for the socket most of the
     /// time while it carries at least 70% of the bandwidth (the network is the bottleneck)
-    /// → the client encodes where that makes fewer bytes; otherwise (the client or the
-    /// server's own loading is the bottleneck) the client only deserializes.
+    /// → the client encodes where that makes fewer bytes, and keeps encoding while that
+    /// moves more plain bytes a second than the link could carry; otherwise (the client or
+    /// the server's own loading is the bottleneck) the client only deserializes.
     fn adapt(&mut self, out: &Outbox, feedback: &Feedback) {
         let now = Instant::now();
         let (blocked, sent) = (out.blocked_ns.load(Relaxed), self.sent.load(Relaxed));
@@ -953,16 +970,32 @@ impl Decider {
         if span.as_millis() < 200 || sent == self.blocked_at.1 {
             return;
         }
+        // nor while only dictionaries went out: what they save shows with the fragments
+        let (payload, plain) = (out.payload.load(Relaxed), out.plain.load(Relaxed));
+        if plain == self.payload_at.1 {
+            return;
+        }
         let waiting = (blocked - self.blocked_at.0) as f64 / span.as_nanos() as f64;
         let rate = (sent - self.blocked_at.1) as f64 / span.as_secs_f64();
         self.blocked_at = (blocked, sent, now);
+        // the wire bytes a plain byte became meanwhile (1 when nothing was encoded)
+        let shrink = ((payload - self.payload_at.0) as f64 / (plain - self.payload_at.1) as f64)
+            .clamp(0.01, 1.0);
+        self.payload_at = (payload, plain);
+        // the first window holds the start (parsing a partition with nothing to send), not
+        // the pace of the pipeline
+        if !self.warmed {
+            self.warmed = true;
+            return;
+        }
         let (_, _, busy) = feedback.get();
-        let wire_bound = self
-            .bandwidth
-            .is_some_and(|b| rate >= 0.7 * b.bytes_per_second() as f64);
+        let link = self.bandwidth.map(|b| b.bytes_per_second() as f64);
+        let wire_bound = link.is_some_and(|b| rate >= 0.7 * b);
+        // encoding pays while the plain bytes it moves a second are more than the link's
+        let encoding_pays = link.is_some_and(|b| rate / shrink >= b);
         self.current = if busy > 0.5 {
             Mode::All
-        } else if waiting > 0.3 && wire_bound {
+        } else if (waiting > 0.3 && wire_bound) || (self.current != Mode::None && encoding_pays) {
             Mode::Size
         } else {
             Mode::None
@@ -1018,6 +1051,7 @@ mod tests {
         let out = Outbox {
             tx: Mutex::new(tx),
             payload: AtomicU64::new(0),
+            plain: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
         };
         (out, rx)
