@@ -912,6 +912,10 @@ struct Decider {
     payload_at: (u64, u64),
     /// whether a first window of fragments sent was seen
     warmed: bool,
+    /// the server's CPU seconds for the load at the last adaptation
+    server_cpu_at: f64,
+    /// the fastest socket rate seen while the network was the bottleneck (bytes/s)
+    link_seen: f64,
     /// the socket's byte counter
     sent: Arc<AtomicU64>,
 }
@@ -936,6 +940,8 @@ impl Decider {
             blocked_at: (0, sent.load(Relaxed), Instant::now()),
             payload_at: (0, 0),
             warmed: false,
+            server_cpu_at: 0.0,
+            link_seen: 0.0,
             sent,
         }
     }
@@ -958,10 +964,12 @@ impl Decider {
 
     /// `auto`, every 200 ms: the server's CPUs busy with other work than loads (queries)
     /// → the client transforms everything; the stages waiting for the socket most of the
-    /// time while it carries at least 70% of the bandwidth (the network is the bottleneck)
-    /// → the client encodes where that makes fewer bytes, and keeps encoding while that
-    /// moves more plain bytes a second than the link could carry; otherwise (the client or
-    /// the server's own loading is the bottleneck) the client only deserializes.
+    /// time while it carries at least 70% of the bandwidth, or (the bandwidth not given)
+    /// while the server's loading uses less than half a core (the network is the
+    /// bottleneck) → the client encodes where that makes fewer bytes, and keeps encoding
+    /// while that moves more plain bytes a second than the link could carry (the bandwidth,
+    /// or the fastest rate seen while waiting for the socket); otherwise (the client or the
+    /// server's own loading is the bottleneck) the client only deserializes.
     fn adapt(&mut self, out: &Outbox, feedback: &Feedback) {
         let now = Instant::now();
         let (blocked, sent) = (out.blocked_ns.load(Relaxed), self.sent.load(Relaxed));
@@ -982,15 +990,27 @@ impl Decider {
         let shrink = ((payload - self.payload_at.0) as f64 / (plain - self.payload_at.1) as f64)
             .clamp(0.01, 1.0);
         self.payload_at = (payload, plain);
+        let (_, server_cpu, busy) = feedback.get();
+        // cores the server's loading used meanwhile
+        let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();
+        self.server_cpu_at = server_cpu;
         // the first window holds the start (parsing a partition with nothing to send), not
         // the pace of the pipeline
         if !self.warmed {
             self.warmed = true;
             return;
         }
-        let (_, _, busy) = feedback.get();
-        let link = self.bandwidth.map(|b| b.bytes_per_second() as f64);
-        let wire_bound = link.is_some_and(|b| rate >= 0.7 * b);
+        let wire_bound = match self.bandwidth {
+            Some(b) => rate >= 0.7 * b.bytes_per_second() as f64,
+            None => server_cores < 0.5,
+        };
+        if waiting > 0.3 && wire_bound {
+            self.link_seen = self.link_seen.max(rate);
+        }
+        let link = match self.bandwidth {
+            Some(b) => Some(b.bytes_per_second() as f64),
+            None => (self.link_seen > 0.0).then_some(self.link_seen),
+        };
         // encoding pays while the plain bytes it moves a second are more than the link's
         let encoding_pays = link.is_some_and(|b| rate / shrink >= b);
         self.current = if busy > 0.5 {
