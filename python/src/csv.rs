@@ -335,21 +335,19 @@ fn text_columns(py: Python<'_>, path: &Path, dialect: &Dialect) -> PyResult<Tabl
 /// load fills its columns from.
 fn with_filename(def: TableDef) -> PyResult<(TableDef, Option<Fields>)> {
     let mut columns = def.schema.columns.clone();
+    let added = wireload_sql::filename_column();
     if columns
         .iter()
-        .any(|c| c.name.eq_ignore_ascii_case("filename"))
+        .any(|c| c.name.eq_ignore_ascii_case(&added.name))
     {
-        return Err(ProgrammingError::new_err(
-            "filename=True adds a column \"filename\", and the table has one",
-        ));
+        return Err(ProgrammingError::new_err(format!(
+            "filename=True adds a column \"{}\", and the table has one",
+            added.name
+        )));
     }
     let count = columns.len();
     let mut sources: Vec<FieldSource> = (0..count).map(FieldSource::Input).collect();
-    columns.push(wireload_types::ColumnDef {
-        name: "filename".into(),
-        ty: wireload_types::SqlType::Text,
-        nullable: true,
-    });
+    columns.push(added);
     sources.push(FieldSource::FileName);
     let mut compression = def.compression.clone();
     compression.push(wireload_storage::Compression::Plain);

@@ -355,25 +355,19 @@ pub fn check_pushed_column(
     Ok(())
 }
 
+/// Days from 1970-01-01 to 0001-01-01 and to 5874897-12-31 (PostgreSQL's last DATE): the
+/// DATE range the CSV deserializers produce.
+const DATE_DAYS: (i32, i32) = (-719_162, 2_145_042_905);
+/// Microseconds from 1970-01-01 00:00:00 to 0001-01-01 00:00:00: the first TIMESTAMP the CSV
+/// deserializers produce.
+const FIRST_MICROS: i64 = -719_162 * 86_400_000_000;
+
 /// Checks that every DATE (Date32) or TIMESTAMP (microseconds) value of `array` lies in the
 /// range the CSV deserializers produce: years 1 to 5874897 for a DATE, from 0001-01-01
 /// 00:00:00 on for a TIMESTAMP (its upper end is the end of `i64`). Returns the first
 /// offending row and why; one pass over the values, no allocation unless one is found.
 fn check_time_range(array: &ArrayRef, ty: &SqlType) -> Result<(), (usize, String)> {
     use arrow::datatypes::{ArrowPrimitiveType, Date32Type, TimestampMicrosecondType};
-    /// Days from 1970-01-01 to 0001-01-01 and to 5874897-12-31 (PostgreSQL's last DATE).
-    const DAYS: (i32, i32) = (-719_162, 2_145_042_905);
-    /// Microseconds from 1970-01-01 00:00:00 to 0001-01-01 00:00:00.
-    const FIRST_MICROS: i64 = -719_162 * 86_400_000_000;
-    debug_assert_eq!(wireload_types::deser::parse_date(b"0001-01-01"), Ok(DAYS.0));
-    debug_assert_eq!(
-        wireload_types::deser::parse_date(b"5874897-12-31"),
-        Ok(DAYS.1)
-    );
-    debug_assert_eq!(
-        wireload_types::deser::parse_timestamp(b"0001-01-01 00:00:00"),
-        Ok(FIRST_MICROS)
-    );
     /// The first valid row of `array` outside `min..=max`.
     fn first_outside<T: ArrowPrimitiveType>(
         array: &ArrayRef,
@@ -393,14 +387,14 @@ fn check_time_range(array: &ArrayRef, ty: &SqlType) -> Result<(), (usize, String
             .map(|r| (r, values[r]))
     }
     match ty {
-        SqlType::Date => match first_outside::<Date32Type>(array, DAYS.0, DAYS.1) {
+        SqlType::Date => match first_outside::<Date32Type>(array, DATE_DAYS.0, DATE_DAYS.1) {
             None => Ok(()),
             Some((row, days)) => Err((
                 row,
                 format!(
                     "DATE of day {days} from 1970-01-01 is outside the range a load \
                      accepts (0001-01-01 to 5874897-12-31, days {} to {})",
-                    DAYS.0, DAYS.1
+                    DATE_DAYS.0, DATE_DAYS.1
                 ),
             )),
         },
@@ -470,6 +464,14 @@ mod tests {
     use super::*;
     use arrow::array::{Int32Array, Int64Array};
     use arrow::datatypes::Field;
+
+    #[test]
+    fn the_pushed_time_ranges_are_those_the_deserializers_produce() {
+        use wireload_types::deser::{parse_date, parse_timestamp};
+        assert_eq!(parse_date(b"0001-01-01"), Ok(DATE_DAYS.0));
+        assert_eq!(parse_date(b"5874897-12-31"), Ok(DATE_DAYS.1));
+        assert_eq!(parse_timestamp(b"0001-01-01 00:00:00"), Ok(FIRST_MICROS));
+    }
 
     #[test]
     fn small_batches_are_grouped() {

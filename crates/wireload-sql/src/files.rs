@@ -560,8 +560,9 @@ impl InferredRead {
     }
 }
 
-/// The column `filename => true` adds.
-fn filename_column() -> ColumnDef {
+/// The column `filename => true` (and Python's `read_csv(filename=True)`) adds: each row's
+/// file.
+pub fn filename_column() -> ColumnDef {
     ColumnDef {
         name: FILENAME.into(),
         ty: SqlType::Text,

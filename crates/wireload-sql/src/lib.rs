@@ -70,8 +70,8 @@ pub use dml::{ConflictTarget, CreateTableAs, DoUpdate, OnConflict, RowChange, Tr
 pub use error::{SqlError, SqlState};
 pub use export::{Export, Import};
 pub use files::{
-    FilterFor, InferredLoad, InferredRead, infer, load_inferred, sniff_file, sniff_source,
-    sources_of, table_name_of,
+    FilterFor, InferredLoad, InferredRead, filename_column, infer, load_inferred, sniff_file,
+    sniff_source, sources_of, table_name_of,
 };
 pub use parse::{Parsed, Statement, is_complete, parse_script};
 pub use settings::{Setting, SettingStatement, Settings};
@@ -735,8 +735,8 @@ impl Database {
         }
         let pushed = self.pushdown(statement, &inferred, &temps).await;
         for ((found, spec), pushed) in inferred.into_iter().zip(pushed) {
-            let project = pushed.columns.clone().or(spec.project);
-            let filter = pushed.filter_for(&self.ctx.state());
+            let filter = pushed.filter_for(self.ctx.state());
+            let project = pushed.columns.or(spec.project);
             let ctl2 = ctl.clone();
             let loaded = self
                 .run_blocking(spec.options.threads, move || {

@@ -124,11 +124,10 @@ pub(crate) struct Pushed {
 impl Pushed {
     /// The row filter of the load, compiled against the loaded table's columns when they
     /// have the planned types.
-    pub(crate) fn filter_for(&self, state: &SessionState) -> Option<FilterFor> {
+    pub(crate) fn filter_for(&self, state: SessionState) -> Option<FilterFor> {
         let (expr, qualifier, planned) = self.filter.clone()?;
-        let props = state.clone();
         Some(Arc::new(move |def: &TableDef| {
-            compile(&props, &expr, &qualifier, &planned, def)
+            compile(&state, &expr, &qualifier, &planned, def)
         }))
     }
 }

@@ -247,12 +247,16 @@ pub fn merge_column(
     // Plain strings get a sorted dictionary of their own first (the sort step, as a client
     // does it): the merge then reads each fragment's distinct strings one after another,
     // where sorted references into the fragment's rows would jump about its values.
+    // `built[i]`: fragment i's dictionary and codes were made here (not checked again)
+    let mut built = vec![false; incoming.len()];
     let incoming = if data_type == DataType::Utf8 {
         incoming
             .into_iter()
-            .map(|fragment| match fragment {
+            .zip(&mut built)
+            .map(|(fragment, built)| match fragment {
                 FragmentColumn::Plain(values) if values.data_type() == &data_type => {
                     let (dictionary, codes) = encode_fragment(&values)?;
+                    *built = true;
                     Ok(FragmentColumn::Encoded { dictionary, codes })
                 }
                 other => Ok(other),
@@ -263,7 +267,7 @@ pub fn merge_column(
     };
     dispatch!(
         &data_type,
-        K => merge_typed::<K>(&data_type, dictionary, existing, &incoming),
+        K => merge_typed::<K>(&data_type, dictionary, existing, &incoming, &built),
         Err(DictionaryError::Unsupported(data_type.clone()))
     )
 }
@@ -1378,11 +1382,13 @@ fn check_existing(
 }
 
 /// Prepares fragment `index` for the merge: the sort step of plain values, the validation
-/// of a client's dictionary and codes.
+/// of a client's dictionary and codes (not of those `built` by [`encode_fragment`] in this
+/// merge).
 fn source<'a, K: Kind>(
     index: usize,
     fragment: &'a FragmentColumn,
     data_type: &DataType,
+    built: bool,
 ) -> Result<Source<'a, K::Item<'a>>> {
     let invalid = |reason: String| {
         Err(DictionaryError::InvalidFragment {
@@ -1420,7 +1426,10 @@ fn source<'a, K: Kind>(
                     dictionary.null_count()
                 ));
             }
-            match first_unordered::<K>(dictionary.as_ref()) {
+            match (!built)
+                .then(|| first_unordered::<K>(dictionary.as_ref()))
+                .flatten()
+            {
                 Some((entry, Ordering::Equal)) => {
                     return invalid(format!(
                         "dictionary entry {entry} duplicates entry {}",
@@ -1441,7 +1450,10 @@ fn source<'a, K: Kind>(
                     codes.data_type()
                 ));
             };
-            if let Some((row, code)) = rows.first_out_of_range(codes.nulls(), dictionary.len()) {
+            if let Some((row, code)) = (!built)
+                .then(|| rows.first_out_of_range(codes.nulls(), dictionary.len()))
+                .flatten()
+            {
                 return invalid(format!(
                     "code {code} at row {row} is out of range: the dictionary has {} entries",
                     dictionary.len()
@@ -1494,6 +1506,7 @@ fn merge_typed<'a, K: Kind>(
     dictionary: Option<&'a ArrayRef>,
     existing: &[ArrayRef],
     incoming: &'a [FragmentColumn],
+    built: &[bool],
 ) -> Result<MergedColumn> {
     debug_assert!(
         dictionary.is_none_or(is_valid_dictionary),
@@ -1529,7 +1542,7 @@ fn merge_typed<'a, K: Kind>(
             FragmentColumn::Encoded { dictionary, codes } if owner[index] != index => {
                 shared_source::<K>(index, dictionary.len(), codes)
             }
-            _ => source::<K>(index, fragment, data_type),
+            _ => source::<K>(index, fragment, data_type, built[index]),
         })
         .collect::<Result<Vec<_>>>()?;
 
