@@ -582,10 +582,12 @@ impl<'t> Appender<'t> {
     ) -> Result<Merged, LoadError> {
         let pool = merge_pool(threads)?;
         let mut merged = Merged::new(&self.base);
+        let grows = self.table.def().has_dictionaries();
         loop {
             let step = {
                 let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                while !pending.closed && !pending.units.contains_key(&merged.units) {
+                let wanted = step_units(merged.units, grows);
+                while !pending.closed && ready_run(&pending.units, merged.units) < wanted {
                     pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
                 }
                 let step = take_run(&mut pending.units, merged.units);
@@ -811,6 +813,24 @@ impl<'t> Appender<'t> {
 }
 
 /// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
+/// How many units in number order from `from` are ready.
+fn ready_run(units: &BTreeMap<usize, Unit>, from: usize) -> usize {
+    units
+        .range(from..)
+        .zip(from..)
+        .take_while(|((n, _), want)| **n == *want)
+        .count()
+}
+
+/// The fewest ready units an interleaved merge step takes once `merged` units are merged.
+/// A step of a table with dictionary columns re-encodes the codes of every row merged
+/// before it whose dictionary grew, so such a table grows by half at least each step (the
+/// re-encoding stays about twice the table's rows in all, not a multiple of the steps when
+/// units trickle in); other tables take a unit as soon as it is ready.
+fn step_units(merged: usize, grows: bool) -> usize {
+    if grows { merged.div_ceil(2).max(1) } else { 1 }
+}
+
 fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize) -> Vec<Unit> {
     let mut run = Vec::new();
     while let Some(u) = units.remove(&(from + run.len())) {
@@ -849,4 +869,28 @@ pub struct Published {
     /// schedule's merge pool and merger, and the publishing thread (0 for the deferred
     /// schedule's steps, which run on the parse's pool).
     pub merge_cpu_seconds: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_units;
+
+    /// Merge steps an interleaved load of `units` units takes when each arrives alone.
+    fn steps(units: usize, grows: bool) -> usize {
+        let (mut merged, mut steps) = (0, 0);
+        while merged < units {
+            merged = (merged + step_units(merged, grows)).min(units);
+            steps += 1;
+        }
+        steps
+    }
+
+    #[test]
+    fn dictionary_tables_merge_in_growing_steps() {
+        assert_eq!(steps(73, false), 73);
+        // 1, 1, 1, 2, 3, 4, 6, 9, 14, 21, 11 (the rest)
+        assert_eq!(steps(73, true), 11);
+        assert_eq!(step_units(0, true), 1);
+        assert_eq!(step_units(10, true), 5);
+    }
 }
