@@ -71,10 +71,21 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(serve(config, threads))
+    // Flight (pushes, bulk ingest) on threads of its own: on the queries' runtime a push's
+    // frames wait behind every running query's turn, and the load starves for input
+    let flight_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("wireload-flight")
+        .enable_all()
+        .build()
+        .context("cannot start the Flight runtime")?;
+    rt.block_on(serve(config, threads, flight_rt.handle().clone()))
 }
 
-async fn serve(config: ServeConfig, threads: Option<usize>) -> Result<()> {
+async fn serve(
+    config: ServeConfig,
+    threads: Option<usize>,
+    flight_rt: tokio::runtime::Handle,
+) -> Result<()> {
     if config.users.is_empty() && !config.trust_local {
         bail!("{}", wireload_server::ServerError::NoUsers);
     }
@@ -99,7 +110,12 @@ async fn serve(config: ServeConfig, threads: Option<usize>) -> Result<()> {
     let users = Arc::new(config.users.clone());
     let pg_listener = bind(config.listen, "PostgreSQL clients").await?;
     let flight_listener = match config.flight_listen {
-        Some(addr) => Some(bind(addr, "Arrow Flight SQL clients").await?),
+        Some(addr) => Some(
+            bind(addr, "Arrow Flight SQL clients")
+                .await?
+                .into_std()
+                .context("cannot hand the Flight listener to its runtime")?,
+        ),
         None => None,
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -118,17 +134,31 @@ async fn serve(config: ServeConfig, threads: Option<usize>) -> Result<()> {
         signal(stopped.clone()),
     ));
     let flight = flight_listener.map(|listener| {
-        tokio::spawn(wireload_flight::serve(
-            Arc::clone(&db),
-            listener,
-            wireload_flight::FlightSettings {
-                users: Arc::clone(&users),
-                trust_local: config.trust_local,
-                tls: config.tls.clone(),
-                limits: config.limits.clone(),
-            },
-            signal(stopped.clone()),
-        ))
+        let db = Arc::clone(&db);
+        let users = Arc::clone(&users);
+        let (tls, limits, trust_local) = (
+            config.tls.clone(),
+            config.limits.clone(),
+            config.trust_local,
+        );
+        let shutdown = signal(stopped.clone());
+        flight_rt.spawn(async move {
+            // registered with this runtime's reactor, so its connections are driven here
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            wireload_flight::serve(
+                db,
+                listener,
+                wireload_flight::FlightSettings {
+                    users,
+                    trust_local,
+                    tls,
+                    limits,
+                },
+                shutdown,
+            )
+            .await
+            .map_err(anyhow::Error::from)
+        })
     });
     tracing::info!(
         postgres = %config.listen,
