@@ -6,6 +6,7 @@
 //! CPU (getrusage) and the server's (its process's CPU over the load, /proc; and its own
 //! accounting of the load's steps), and the queries' p99.9 latencies; medians of the runs.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -46,9 +47,13 @@ struct Run {
     client_cpu_s: f64,
     server_cpu_s: f64,
     server_load_cpu_s: f64,
+    server_beside_queries_cpu_s: f64,
     q1_p999_ms: Option<f64>,
     q2_p999_ms: Option<f64>,
     encoded: f64,
+    /// CPU seconds per step, as the push reports them
+    client_steps: BTreeMap<String, f64>,
+    server_steps: BTreeMap<String, f64>,
 }
 
 /// Runs the cell and prints it.
@@ -105,6 +110,11 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 r.client_cpu_s,
                 r.server_cpu_s
             );
+            eprintln!(
+                "  client steps {}; server steps {}",
+                show_steps(&r.client_steps),
+                show_steps(&r.server_steps)
+            );
             runs[k].push(r);
             sql(&rt, &server, &format!("DROP TABLE {name}"))?;
         }
@@ -122,10 +132,13 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 "bytes_sent_of_file": med(&|r| Some(r.bytes_sent / file_bytes as f64)),
                 "server_cpu_s": med(&|r| Some(r.server_cpu_s)),
                 "server_load_cpu_s": med(&|r| Some(r.server_load_cpu_s)),
+                "server_beside_queries_cpu_s": med(&|r| Some(r.server_beside_queries_cpu_s)),
                 "client_cpu_s": med(&|r| Some(r.client_cpu_s)),
                 "encoded_column_share": med(&|r| Some(r.encoded)),
                 "q1_p999_ms": med(&|r| r.q1_p999_ms),
                 "q2_p999_ms": med(&|r| r.q2_p999_ms),
+                "client_steps": median_steps(rs, |r| &r.client_steps),
+                "server_steps": median_steps(rs, |r| &r.server_steps),
             }),
         );
     }
@@ -295,6 +308,25 @@ fn process_cpu(pid: u32) -> f64 {
     wireload_push::account::stat_cpu_seconds(Path::new(&format!("/proc/{pid}/stat")))
 }
 
+/// CPU seconds so far of the threads of process `pid`'s main runtime (`tokio-rt-worker`:
+/// the PostgreSQL sessions and the queries they run; not the load pools, nor the Flight
+/// runtime's `wireload-flight` threads). The process's CPU less this is its loading's, for
+/// every mode alike; PIPE's COPY data is read from the socket on this runtime, so that
+/// (small) part of PIPE's loading counts as the queries'.
+fn query_runtime_cpu(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|name| name.starts_with("tokio-rt-worker"))
+        })
+        .map(|t| wireload_push::account::stat_cpu_seconds(&t.path().join("stat")))
+        .sum()
+}
+
 /// Touches and frees `bytes` of memory (memory idle for seconds is returned to the host
 /// and slow on first touch: every contestant gets the same warm start).
 fn touch(bytes: usize) {
@@ -313,6 +345,30 @@ fn p999(mut latencies: Vec<f64>) -> Option<f64> {
     latencies.sort_by(f64::total_cmp);
     let k = ((latencies.len() as f64 * 0.999).ceil() as usize).clamp(1, latencies.len());
     Some(latencies[k - 1])
+}
+
+/// `steps` as `name 1.23 s, ...`.
+fn show_steps(steps: &BTreeMap<String, f64>) -> String {
+    let shown: Vec<String> = steps.iter().map(|(k, v)| format!("{k} {v:.2} s")).collect();
+    shown.join(", ")
+}
+
+/// The median of each step's CPU seconds over `runs` (a step missing from a run counts 0).
+fn median_steps(
+    runs: &[Run],
+    steps: impl Fn(&Run) -> &BTreeMap<String, f64>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let names: BTreeSet<&String> = runs.iter().flat_map(|r| steps(r).keys()).collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let each = runs
+                .iter()
+                .map(|r| steps(r).get(name).copied().unwrap_or(0.0))
+                .collect();
+            (name.clone(), serde_json::json!(median(each)))
+        })
+        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -342,7 +398,10 @@ fn one_load(
         let pg = server.pg;
         rt.spawn(async move { query_load(pg, stop).await })
     });
-    let cpu0 = process_cpu(server.child.id());
+    let (cpu0, queries_cpu0) = (
+        process_cpu(server.child.id()),
+        query_runtime_cpu(server.child.id()),
+    );
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", &args.client_cpu.to_string()])
         .arg(exe)
@@ -362,6 +421,7 @@ fn one_load(
     }
     let out = cmd.output().context("running wireload push")?;
     let server_cpu_s = process_cpu(server.child.id()) - cpu0;
+    let queries_cpu_s = query_runtime_cpu(server.child.id()) - queries_cpu0;
     stop.store(true, Relaxed);
     let latencies = match queries {
         Some(q) => Some(rt.block_on(q)??),
@@ -385,10 +445,24 @@ fn one_load(
         client_cpu_s: num("client_cpu_s"),
         server_cpu_s,
         server_load_cpu_s: num("server_cpu_s"),
+        server_beside_queries_cpu_s: server_cpu_s - queries_cpu_s,
         q1_p999_ms: p999(q1),
         q2_p999_ms: p999(q2),
         encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
+        client_steps: steps_of(&report["client_steps"]),
+        server_steps: steps_of(&report["server_steps"]),
     })
+}
+
+/// A push report's steps object as name -> CPU seconds.
+fn steps_of(v: &serde_json::Value) -> BTreeMap<String, f64> {
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Q1 and Q2 in batches of 10 (alternating) until `stop`; their latencies in ms.
