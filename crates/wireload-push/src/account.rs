@@ -73,6 +73,22 @@ pub fn load_threads_cpu_seconds() -> f64 {
     seconds
 }
 
+/// CPU seconds this process's threads whose names start with `prefix` have used (names
+/// as `/proc` keeps them: their first 15 bytes), from `/proc/self/task`.
+pub fn named_threads_cpu_seconds(prefix: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|name| name.starts_with(prefix))
+        })
+        .map(|t| stat_cpu_seconds(&t.path().join("stat")))
+        .sum()
+}
+
 /// CPU seconds (user + system) of the process or thread whose `/proc/.../stat` is `stat`
 /// (0 when it cannot be read).
 pub fn stat_cpu_seconds(stat: &std::path::Path) -> f64 {

@@ -40,7 +40,7 @@ use wireload_storage::{Partitioning, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
 
 use crate::PushError;
-use crate::account::process_cpu_seconds;
+use crate::account::{named_threads_cpu_seconds, process_cpu_seconds};
 use crate::hll::DEFAULT_PRECISION;
 use crate::protocol::{
     Described, Frame, Hello, Mode, PUSH_TYPE_URL, Reply, Steps, WireDialect, column_batch,
@@ -153,7 +153,7 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
-        .thread_name("wireload-push-net")
+        .thread_name(NET_THREADS)
         .build()
         .map_err(|e| PushError::io("starting the network runtime", e))?;
     let sent = Arc::new(AtomicU64::new(0));
@@ -479,6 +479,8 @@ struct Parsed {
     sent: Arc<(Mutex<usize>, Condvar)>,
     limit: usize,
     stop: Arc<AtomicBool>,
+    /// set when a fragment could not be handed over: the compress stage ended (failed)
+    compress_gone: Arc<AtomicBool>,
 }
 
 impl Sink for Parsed {
@@ -506,7 +508,10 @@ impl Sink for Parsed {
         self.parsed.fetch_add(1, Relaxed);
         self.tx
             .send((self.base.load(Relaxed) + n, batch))
-            .map_err(|_| LoadError::Options("the compress stage stopped".into()))
+            .map_err(|_| {
+                self.compress_gone.store(true, Relaxed);
+                LoadError::Options("the compress stage stopped".into())
+            })
     }
 
     fn ready(&self) -> Result<(), LoadError> {
@@ -544,6 +549,7 @@ fn send_fragments(
     };
     let (tx, rx) = sync_channel::<(usize, RecordBatch)>(opts.fragments_per_partition.max(1) * 2);
     let stop = Arc::new(AtomicBool::new(false));
+    let compress_gone = Arc::new(AtomicBool::new(false));
     let sent_count = Arc::new((Mutex::new(0usize), Condvar::new()));
     let sink = Parsed {
         tx,
@@ -552,6 +558,7 @@ fn send_fragments(
         sent: Arc::clone(&sent_count),
         limit: opts.fragments_per_partition.max(1) * opts.partitions_in_flight.max(1),
         stop: Arc::clone(&stop),
+        compress_gone: Arc::clone(&compress_gone),
     };
     let parse_cpu0 = pool_cpu_seconds(&parse_pool);
     let ctl = LoadControl::default();
@@ -598,8 +605,11 @@ fn send_fragments(
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         (parsed.map(|()| bytes), Some(compressed))
     });
-    let bytes = parsed?;
-    let mut compress = compressed.expect("the compress stage ran")?;
+    let (bytes, mut compress) = match (parsed, compressed.expect("the compress stage ran")) {
+        // the parse stopped because the compress stage failed: its error is the cause
+        (Err(_), Err(e)) if compress_gone.load(Relaxed) => return Err(e),
+        (parsed, compressed) => (parsed?, compressed?),
+    };
     compress.send_end(bytes)?;
     compress
         .steps
@@ -612,7 +622,36 @@ fn send_fragments(
 
 /// A column of a partition encoded: (column, dictionary, codes of each fragment that
 /// encodes it).
-type Encoded = (usize, ArrayRef, Vec<ArrayRef>);
+type Encoded = (usize, ArrayRef, Vec<ArrayRef>, f64);
+
+/// The name of the client's network threads (sending frames, reading replies).
+const NET_THREADS: &str = "wireload-push-net";
+
+/// Fragments of `auto`'s first partition, which encodes every column to measure what that
+/// costs the client.
+const EXPLORE_FRAGMENTS: usize = 2;
+
+/// What sending one column of `auto`'s first partition cost the client, encoded and plain:
+/// CPU seconds of its steps (sort step and serializing; serializing) and the bytes it
+/// made, which cost the network thread's CPU as they are sent.
+#[derive(Debug, Clone, Copy)]
+struct ColumnCost {
+    column: usize,
+    encoded_cpu: f64,
+    encoded_bytes: u64,
+    plain_cpu: f64,
+    plain_bytes: u64,
+}
+
+impl ColumnCost {
+    /// True when sending the column encoded costs the client no more CPU than sending it
+    /// plain, at `per_byte` CPU seconds a byte sent (it saves bytes and the server's work
+    /// too, so `auto` encodes it whatever the bottleneck).
+    fn free(&self, per_byte: f64) -> bool {
+        self.encoded_cpu + self.encoded_bytes as f64 * per_byte
+            <= self.plain_cpu + self.plain_bytes as f64 * per_byte
+    }
+}
 
 /// The sort and compress stage.
 struct Compress<'a> {
@@ -647,7 +686,12 @@ impl Compress<'_> {
                 next += 1;
                 group.push(b);
                 // a fragment that needs no dictionary need not wait for its partition
-                if group.len() == per || decider.streams(self.out, self.feedback) {
+                let size = if decider.exploring() {
+                    per.min(EXPLORE_FRAGMENTS)
+                } else {
+                    per
+                };
+                if group.len() >= size || decider.streams(self.out, self.feedback) {
                     let g = std::mem::take(&mut group);
                     self.partition(g, &mut decider)?;
                 }
@@ -681,6 +725,7 @@ impl Compress<'_> {
         let cpu = || thread_cpu_seconds() + pool_cpu_seconds(pool);
         // the decision per fragment column
         let cpu0 = cpu();
+        let exploring = decider.exploring();
         let plan: Vec<Vec<bool>> = decider.decide(&fragments, self.out, self.feedback, self.pool);
         let cpu1 = cpu();
         self.steps.add("decide", cpu1 - cpu0);
@@ -699,6 +744,7 @@ impl Compress<'_> {
             columns
                 .par_iter()
                 .map(|&c| {
+                    let t0 = thread_cpu_seconds();
                     let incoming: Vec<FragmentColumn> = fragments
                         .iter()
                         .zip(&plan)
@@ -719,7 +765,7 @@ impl Compress<'_> {
                             make_array(d.keys().to_data())
                         })
                         .collect();
-                    Ok((c, m.dictionary, codes))
+                    Ok((c, m.dictionary, codes, thread_cpu_seconds() - t0))
                 })
                 .collect()
         });
@@ -728,12 +774,17 @@ impl Compress<'_> {
             dictionaries.push(m?);
         }
         self.steps.add("sort+compress", cpu() - cpu1);
+        if exploring {
+            let cpu2 = cpu();
+            decider.explored(column_costs(self.def, &fragments, &dictionaries)?);
+            self.steps.add("decide", cpu() - cpu2);
+        }
         // transfer: dictionaries first, then fragment after fragment, each in as many
         // frames as the server's frame limit needs
         let mut ser = 0.0;
         let limit = frame_limit(self.described);
         let lz4 = self.opts.lz4;
-        for (c, dictionary, _) in &dictionaries {
+        for (c, dictionary, _, _) in &dictionaries {
             let name = &self.def.schema.columns[*c].name;
             // a first guess of the entries a piece takes: half the limit's share of memory
             let bytes = dictionary.get_array_memory_size().max(1);
@@ -765,7 +816,7 @@ impl Compress<'_> {
             let t0 = thread_cpu_seconds();
             let mut arrays: Vec<ArrayRef> = f.columns().to_vec();
             let mut encoded = Vec::new();
-            for (c, _, codes) in &dictionaries {
+            for (c, _, codes, _) in &dictionaries {
                 if p[*c] {
                     arrays[*c] = Arc::clone(&codes[next_code[*c]]);
                     next_code[*c] += 1;
@@ -839,6 +890,50 @@ impl Compress<'_> {
             Vec::new(),
         )
     }
+}
+
+/// Per column of `dictionaries` (every encodable column, all fragments encoded): what
+/// sending it encoded (its sort step, then its dictionary and codes serialized) and plain
+/// (its values serialized) costs the client, measured on `fragments`.
+fn column_costs(
+    def: &TableDef,
+    fragments: &[RecordBatch],
+    dictionaries: &[Encoded],
+) -> Result<Vec<ColumnCost>, PushError> {
+    let serialize = |name: &str, a: &ArrayRef| -> Result<(f64, u64), PushError> {
+        let t0 = thread_cpu_seconds();
+        // nullable: a column's values may hold NULLs (a dictionary's never do)
+        let field = Field::new(name, a.data_type().clone(), true);
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![Arc::clone(a)])
+            .map_err(|e| PushError::Protocol(format!("a column batch: {e}")))?;
+        let bytes = encode_batch(&batch, false)?.len() as u64;
+        Ok((thread_cpu_seconds() - t0, bytes))
+    };
+    dictionaries
+        .iter()
+        .map(|(c, dictionary, codes, sort)| {
+            let name = &def.schema.columns[*c].name;
+            let (cpu, bytes) = serialize(name, dictionary)?;
+            let mut cost = ColumnCost {
+                column: *c,
+                encoded_cpu: sort + cpu,
+                encoded_bytes: bytes,
+                plain_cpu: 0.0,
+                plain_bytes: 0,
+            };
+            for a in codes {
+                let (cpu, bytes) = serialize(name, a)?;
+                cost.encoded_cpu += cpu;
+                cost.encoded_bytes += bytes;
+            }
+            for f in fragments {
+                let (cpu, bytes) = serialize(name, f.column(*c))?;
+                cost.plain_cpu += cpu;
+                cost.plain_bytes += bytes;
+            }
+            Ok(cost)
+        })
+        .collect()
 }
 
 /// Protobuf tags and lengths of a frame's two fields (header and payload), at most.
@@ -918,6 +1013,10 @@ struct Decider {
     link_seen: f64,
     /// the socket's byte counter
     sent: Arc<AtomicU64>,
+    /// `auto`: what each column cost the client on its first partition (None until then)
+    costs: Option<Vec<ColumnCost>>,
+    /// `auto`: the network thread's CPU seconds a byte sent, so far
+    per_byte: f64,
 }
 
 impl Decider {
@@ -943,7 +1042,34 @@ impl Decider {
             server_cpu_at: 0.0,
             link_seen: 0.0,
             sent,
+            costs: None,
+            per_byte: 0.0,
         }
+    }
+
+    /// True while `auto` has not measured what encoding each column costs the client: its
+    /// first partition ([`EXPLORE_FRAGMENTS`] fragments) encodes every column.
+    fn exploring(&self) -> bool {
+        self.mode == Mode::Auto && self.costs.is_none()
+    }
+
+    /// `auto`'s first partition measured: what its columns cost. The windows so far held
+    /// the start, not the pipeline's pace: the next one is a warm-up again.
+    fn explored(&mut self, costs: Vec<ColumnCost>) {
+        self.costs = Some(costs);
+        self.warmed = false;
+    }
+
+    /// `auto`: the columns whose encoding costs the client nothing extra (none before they
+    /// are measured, and for the static modes).
+    fn free(&self) -> Vec<bool> {
+        let mut free = vec![false; self.encodable.len()];
+        if self.mode == Mode::Auto {
+            for cost in self.costs.iter().flatten() {
+                free[cost.column] = self.encodable[cost.column] && cost.free(self.per_byte);
+            }
+        }
+        free
     }
 
     /// True when the current choice encodes nothing: fragments go out one by one.
@@ -952,7 +1078,7 @@ impl Decider {
         if self.mode == Mode::Auto {
             self.adapt(out, feedback);
         }
-        self.current == Mode::None
+        self.current == Mode::None && !self.exploring()
     }
 
     /// Fragments consumed by the partition just sent (for the parse's memory bound).
@@ -991,6 +1117,10 @@ impl Decider {
             .clamp(0.01, 1.0);
         self.payload_at = (payload, plain);
         let (_, server_cpu, busy) = feedback.get();
+        // what a byte sent costs the network thread (its names are cut to 15 bytes)
+        if sent > 0 {
+            self.per_byte = named_threads_cpu_seconds(&NET_THREADS[..15]) / sent as f64;
+        }
         // cores the server's loading used meanwhile
         let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();
         self.server_cpu_at = server_cpu;
@@ -1011,8 +1141,9 @@ impl Decider {
             Some(b) => Some(b.bytes_per_second() as f64),
             None => (self.link_seen > 0.0).then_some(self.link_seen),
         };
-        // encoding pays while the plain bytes it moves a second are more than the link's
-        let encoding_pays = link.is_some_and(|b| rate / shrink >= b);
+        // encoding pays while the plain bytes it moves a second would take more than half
+        // the link (sent plain, they would come near to filling it)
+        let encoding_pays = link.is_some_and(|b| rate / shrink >= b / 2.0);
         self.current = if busy > 0.5 {
             Mode::All
         } else if (waiting > 0.3 && wire_bound) || (self.current != Mode::None && encoding_pays) {
@@ -1033,9 +1164,23 @@ impl Decider {
         if self.mode == Mode::Auto {
             self.adapt(out, feedback);
         }
+        // auto encodes the columns that cost the client nothing extra in any case
+        let free = self.free();
         let encodable = &self.encodable;
+        if self.exploring() {
+            return fragments.iter().map(|_| encodable.clone()).collect();
+        }
         match self.current {
             Mode::All => fragments.iter().map(|_| encodable.clone()).collect(),
+            // auto knows from its first partition which columns encoding shrinks: no
+            // estimate per fragment column
+            Mode::Size if self.costs.is_some() => {
+                let mut shrinks = free;
+                for cost in self.costs.iter().flatten() {
+                    shrinks[cost.column] |= cost.encoded_bytes < cost.plain_bytes;
+                }
+                fragments.iter().map(|_| shrinks.clone()).collect()
+            }
             Mode::Size => {
                 let precision = self.precision;
                 pool.install(|| {
@@ -1044,19 +1189,17 @@ impl Decider {
                         .map(|f| {
                             (0..encodable.len())
                                 .map(|c| {
-                                    encodable[c]
-                                        && estimate(f.column(c).as_ref(), precision)
-                                            .is_some_and(|e| e.worth_encoding())
+                                    free[c]
+                                        || encodable[c]
+                                            && estimate(f.column(c).as_ref(), precision)
+                                                .is_some_and(|e| e.worth_encoding())
                                 })
                                 .collect()
                         })
                         .collect()
                 })
             }
-            _ => fragments
-                .iter()
-                .map(|_| vec![false; encodable.len()])
-                .collect(),
+            _ => fragments.iter().map(|_| free.clone()).collect(),
         }
     }
 }
