@@ -50,8 +50,9 @@ impl MachineLoad {
 }
 
 /// CPU seconds this process's load threads have used (the load pools' `wireload-Nt-*`,
-/// the merge pools' `wireload-merge-*`, the push's `wireload-push-*` threads: not the
-/// query threads), from `/proc/self/task`.
+/// the merge pools' `wireload-merge-*`, the push's `wireload-push-*` threads, and the
+/// Flight runtime's `wireload-flight` threads that receive pushes: not the query threads),
+/// from `/proc/self/task`.
 pub fn load_threads_cpu_seconds() -> f64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0.0;
@@ -62,6 +63,7 @@ pub fn load_threads_cpu_seconds() -> f64 {
         let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
         let loads = name.starts_with("wireload-merge")
             || name.starts_with("wireload-push")
+            || name.starts_with("wireload-flight")
             || name
                 .strip_prefix("wireload-")
                 .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));

@@ -1207,6 +1207,8 @@ impl Decider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::WireColumn;
+    use wireload_types::SqlType;
 
     /// An outbox whose frames stay in the returned receiver.
     fn outbox() -> (Outbox, futures::channel::mpsc::Receiver<FlightData>) {
@@ -1245,6 +1247,106 @@ mod tests {
             rows: n as u64,
             encoded: vec![1],
         }
+    }
+
+    #[test]
+    fn a_column_is_free_when_encoding_costs_the_client_no_more_cpu() {
+        // a low-cardinality string column: the sort step costs more than serializing the
+        // values, and less than sending the bytes it saves
+        let flags = ColumnCost {
+            column: 0,
+            encoded_cpu: 0.0016,
+            encoded_bytes: 170_000,
+            plain_cpu: 0.0001,
+            plain_bytes: 2_700_000,
+        };
+        assert!(!flags.free(0.0));
+        assert!(flags.free(1e-9));
+        // unique strings: never
+        let comments = ColumnCost {
+            column: 1,
+            encoded_cpu: 0.032,
+            encoded_bytes: 6_000_000,
+            plain_cpu: 0.0003,
+            plain_bytes: 5_500_000,
+        };
+        assert!(!comments.free(1e-9));
+        assert!(!comments.free(1e-6));
+    }
+
+    #[test]
+    fn auto_encodes_its_first_partition_then_what_its_costs_say() {
+        use arrow::array::Int32Array;
+        let opts = PushOptions::new("http://127.0.0.1:1", "t", Mode::Auto);
+        let column = |name: &str, encodable| WireColumn {
+            name: name.into(),
+            ty: SqlType::Integer,
+            nullable: false,
+            encodable,
+        };
+        let described = Described {
+            table: "t".into(),
+            columns: vec![
+                column("free", true),
+                column("shrinks", true),
+                column("unique", true),
+                column("key", false),
+            ],
+            max_frame_bytes: 0,
+        };
+        let mut d = Decider::new(&opts, &described, Arc::new(AtomicU64::new(0)));
+        let (out, _rx) = outbox();
+        let feedback = Feedback::default();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let values: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+        let fields: Vec<Field> = described
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, values.data_type().clone(), false))
+            .collect();
+        let fragment =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), vec![values; 4]).unwrap();
+        let fragments = [fragment.clone(), fragment];
+        // the first partition: every encodable column, and it is not streamed
+        assert!(d.exploring());
+        assert!(!d.streams(&out, &feedback));
+        let plan = d.decide(&fragments, &out, &feedback, &pool);
+        assert_eq!(plan, vec![vec![true, true, true, false]; 2]);
+        let cost = |column, encoded_cpu, encoded_bytes| ColumnCost {
+            column,
+            encoded_cpu,
+            encoded_bytes,
+            plain_cpu: 0.001,
+            plain_bytes: 1_000_000,
+        };
+        d.explored(vec![
+            cost(0, 0.0015, 100_000),
+            cost(1, 0.01, 200_000),
+            cost(2, 0.01, 2_000_000),
+        ]);
+        d.per_byte = 1e-9;
+        assert!(!d.exploring());
+        // no bandwidth given: deserializing only, but the free column is encoded
+        assert_eq!(d.current, Mode::None);
+        let plan = d.decide(&fragments, &out, &feedback, &pool);
+        assert_eq!(plan, vec![vec![true, false, false, false]; 2]);
+        // a busy link: what shrinks, from the measurement
+        d.current = Mode::Size;
+        let plan = d.decide(&fragments, &out, &feedback, &pool);
+        assert_eq!(plan, vec![vec![true, true, false, false]; 2]);
+        // a busy server: everything encodable
+        d.current = Mode::All;
+        let plan = d.decide(&fragments, &out, &feedback, &pool);
+        assert_eq!(plan, vec![vec![true, true, true, false]; 2]);
+        // the static modes measure nothing and encode no column for free
+        let none = PushOptions::new("http://127.0.0.1:1", "t", Mode::None);
+        let mut d = Decider::new(&none, &described, Arc::new(AtomicU64::new(0)));
+        assert!(!d.exploring());
+        let plan = d.decide(&fragments, &out, &feedback, &pool);
+        assert_eq!(plan, vec![vec![false; 4]; 2]);
     }
 
     #[test]
