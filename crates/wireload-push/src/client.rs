@@ -1089,13 +1089,15 @@ impl Decider {
     }
 
     /// `auto`, every 200 ms: the server's CPUs busy with other work than loads (queries)
-    /// → the client transforms everything; the stages waiting for the socket most of the
-    /// time while it carries at least 70% of the bandwidth, or (the bandwidth not given)
-    /// while the server's loading uses less than half a core (the network is the
-    /// bottleneck) → the client encodes where that makes fewer bytes, and keeps encoding
-    /// while that moves more plain bytes a second than the link could carry (the bandwidth,
-    /// or the fastest rate seen while waiting for the socket); otherwise (the client or the
-    /// server's own loading is the bottleneck) the client only deserializes.
+    /// over half their time → the client transforms everything (until that falls under a
+    /// quarter); the stages waiting for the socket most of the time while it carries at
+    /// least 70% of the bandwidth, or (the bandwidth not given) while the server's loading
+    /// uses less than half a core (the network is the bottleneck) → the client encodes
+    /// where that makes fewer bytes, and keeps encoding while the plain bytes that moves a
+    /// second would take more than half the link (the bandwidth, or the fastest rate seen
+    /// while waiting for the socket); otherwise (the client or the server's own loading is
+    /// the bottleneck) the client only deserializes. In every state the columns its first
+    /// partition found no dearer to send encoded are encoded.
     fn adapt(&mut self, out: &Outbox, feedback: &Feedback) {
         let now = Instant::now();
         let (blocked, sent) = (out.blocked_ns.load(Relaxed), self.sent.load(Relaxed));
@@ -1144,7 +1146,9 @@ impl Decider {
         // encoding pays while the plain bytes it moves a second would take more than half
         // the link (sent plain, they would come near to filling it)
         let encoding_pays = link.is_some_and(|b| rate / shrink >= b / 2.0);
-        self.current = if busy > 0.5 {
+        // a server busy with other work gets everything done on the client, until its
+        // other work falls well below half its CPUs (the load's own share moves it)
+        self.current = if busy > 0.5 || (self.current == Mode::All && busy > 0.25) {
             Mode::All
         } else if (waiting > 0.3 && wire_bound) || (self.current != Mode::None && encoding_pays) {
             Mode::Size

@@ -173,8 +173,10 @@ fn ingest_fragments(
     let dictionary_cpu = Mutex::new(0.0f64);
     let mut received = 0u64;
     let mut load = MachineLoad::new();
-    // the load threads' CPU at the last progress report, and when
+    // the load threads' CPU when the busy fraction was last measured, and when; the
+    // fraction then (measured over BUSY_WINDOW at least: /proc/stat counts 10 ms ticks)
     let mut last_report = (crate::account::load_threads_cpu_seconds(), Instant::now());
+    let mut busy = 0.0f64;
     let run = appender.run(ctl, None, threads, |appender| {
         let mut all: Vec<Arc<ClientDictionary>> = Vec::new();
         let mut current: HashMap<usize, Arc<ClientDictionary>> = HashMap::new();
@@ -336,14 +338,17 @@ fn ingest_fragments(
                             steps.add("validate", validate_ns as f64 * 1e-9);
                             // busy with other work: the server's CPUs less what the load
                             // threads (this push's and other loads') used
-                            let span = last_report.1.elapsed().as_secs_f64().max(1e-3);
-                            let loads = crate::account::load_threads_cpu_seconds();
-                            let own = (loads - last_report.0) / (span * load.cpus() as f64);
-                            last_report = (loads, Instant::now());
+                            let span = last_report.1.elapsed().as_secs_f64();
+                            if span >= BUSY_WINDOW {
+                                let loads = crate::account::load_threads_cpu_seconds();
+                                let own = (loads - last_report.0) / (span * load.cpus() as f64);
+                                last_report = (loads, Instant::now());
+                                busy = (load.sample() - own).max(0.0);
+                            }
                             progress(Reply::Progress {
                                 fragments: shared.validated.load(Relaxed),
                                 steps,
-                                busy: (load.sample() - own).max(0.0),
+                                busy,
                             });
                         }
                         Ok(())
@@ -425,6 +430,9 @@ fn ingest_fragments(
         steps,
     })
 }
+
+/// The shortest span the server's busy fraction is measured over, in seconds.
+const BUSY_WINDOW: f64 = 0.25;
 
 /// Moves to client partition `p` (the current one or a later one: partitions whose
 /// fragments were all empty send nothing); a new partition's dictionaries replace the last
