@@ -54,39 +54,35 @@ impl MachineLoad {
 /// Flight runtime's `wireload-flight` threads that receive pushes: not the query threads),
 /// from `/proc/self/task`.
 pub fn load_threads_cpu_seconds() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0.0;
-    };
-    let mut seconds = 0.0;
-    for task in tasks.flatten() {
-        let path = task.path();
-        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        let loads = name.starts_with("wireload-merge")
+    threads_cpu_seconds(None, |name| {
+        name.starts_with("wireload-merge")
             || name.starts_with("wireload-push")
             || name.starts_with("wireload-flight")
             || name
                 .strip_prefix("wireload-")
-                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-        if !loads {
-            continue;
-        }
-        seconds += stat_cpu_seconds(&path.join("stat"));
-    }
-    seconds
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
-/// CPU seconds this process's threads whose names start with `prefix` have used (names
-/// as `/proc` keeps them: their first 15 bytes), from `/proc/self/task`.
-pub fn named_threads_cpu_seconds(prefix: &str) -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+/// CPU seconds the threads of process `pid` (this process when None) whose names start
+/// with `prefix` have used (names as `/proc` keeps them: their first 15 bytes).
+pub fn named_threads_cpu_seconds(pid: Option<u32>, prefix: &str) -> f64 {
+    threads_cpu_seconds(pid, |name| name.starts_with(prefix))
+}
+
+/// CPU seconds the threads of process `pid` (this process when None) whose names are
+/// `wanted` have used, from `/proc/PID/task` (threads that ended are not counted).
+fn threads_cpu_seconds(pid: Option<u32>, wanted: impl Fn(&str) -> bool) -> f64 {
+    let dir = pid.map_or_else(
+        || "/proc/self/task".to_string(),
+        |p| format!("/proc/{p}/task"),
+    );
+    let Ok(tasks) = std::fs::read_dir(dir) else {
         return 0.0;
     };
     tasks
         .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|name| name.starts_with(prefix))
-        })
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| wanted(&n)))
         .map(|t| stat_cpu_seconds(&t.path().join("stat")))
         .sum()
 }

@@ -621,7 +621,7 @@ fn send_fragments(
 }
 
 /// A column of a partition encoded: (column, dictionary, codes of each fragment that
-/// encodes it).
+/// encodes it, CPU seconds of its sort step).
 type Encoded = (usize, ArrayRef, Vec<ArrayRef>, f64);
 
 /// The name of the client's network threads (sending frames, reading replies).
@@ -1121,7 +1121,7 @@ impl Decider {
         let (_, server_cpu, busy) = feedback.get();
         // what a byte sent costs the network thread (its names are cut to 15 bytes)
         if sent > 0 {
-            self.per_byte = named_threads_cpu_seconds(&NET_THREADS[..15]) / sent as f64;
+            self.per_byte = named_threads_cpu_seconds(None, &NET_THREADS[..15]) / sent as f64;
         }
         // cores the server's loading used meanwhile
         let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();

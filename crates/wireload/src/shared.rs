@@ -314,17 +314,7 @@ fn process_cpu(pid: u32) -> f64 {
 /// every mode alike; PIPE's COPY data is read from the socket on this runtime, so that
 /// (small) part of PIPE's loading counts as the queries'.
 fn query_runtime_cpu(pid: u32) -> f64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0.0;
-    };
-    tasks
-        .flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|name| name.starts_with("tokio-rt-worker"))
-        })
-        .map(|t| wireload_push::account::stat_cpu_seconds(&t.path().join("stat")))
-        .sum()
+    wireload_push::account::named_threads_cpu_seconds(Some(pid), "tokio-rt-worker")
 }
 
 /// Touches and frees `bytes` of memory (memory idle for seconds is returned to the host
