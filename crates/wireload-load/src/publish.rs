@@ -812,7 +812,6 @@ impl<'t> Appender<'t> {
     }
 }
 
-/// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
 /// How many units in number order from `from` are ready.
 fn ready_run(units: &BTreeMap<usize, Unit>, from: usize) -> usize {
     units
@@ -831,6 +830,7 @@ fn step_units(merged: usize, grows: bool) -> usize {
     if grows { merged.div_ceil(2).max(1) } else { 1 }
 }
 
+/// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
 fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize) -> Vec<Unit> {
     let mut run = Vec::new();
     while let Some(u) = units.remove(&(from + run.len())) {

@@ -1061,13 +1061,11 @@ impl Decider {
     }
 
     /// `auto`: the columns whose encoding costs the client nothing extra (none before they
-    /// are measured, and for the static modes).
+    /// are measured; the static modes measure nothing).
     fn free(&self) -> Vec<bool> {
         let mut free = vec![false; self.encodable.len()];
-        if self.mode == Mode::Auto {
-            for cost in self.costs.iter().flatten() {
-                free[cost.column] = self.encodable[cost.column] && cost.free(self.per_byte);
-            }
+        for cost in self.costs.iter().flatten() {
+            free[cost.column] = self.encodable[cost.column] && cost.free(self.per_byte);
         }
         free
     }
@@ -1168,12 +1166,12 @@ impl Decider {
         if self.mode == Mode::Auto {
             self.adapt(out, feedback);
         }
-        // auto encodes the columns that cost the client nothing extra in any case
-        let free = self.free();
         let encodable = &self.encodable;
         if self.exploring() {
             return fragments.iter().map(|_| encodable.clone()).collect();
         }
+        // auto encodes the columns that cost the client nothing extra in any case
+        let free = self.free();
         match self.current {
             Mode::All => fragments.iter().map(|_| encodable.clone()).collect(),
             // auto knows from its first partition which columns encoding shrinks: no
@@ -1185,6 +1183,7 @@ impl Decider {
                 }
                 fragments.iter().map(|_| shrinks.clone()).collect()
             }
+            // SL_S: HyperLogLog per fragment column (auto has measured its columns by now)
             Mode::Size => {
                 let precision = self.precision;
                 pool.install(|| {
@@ -1193,10 +1192,9 @@ impl Decider {
                         .map(|f| {
                             (0..encodable.len())
                                 .map(|c| {
-                                    free[c]
-                                        || encodable[c]
-                                            && estimate(f.column(c).as_ref(), precision)
-                                                .is_some_and(|e| e.worth_encoding())
+                                    encodable[c]
+                                        && estimate(f.column(c).as_ref(), precision)
+                                            .is_some_and(|e| e.worth_encoding())
                                 })
                                 .collect()
                         })
