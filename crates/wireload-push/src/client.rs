@@ -627,6 +627,10 @@ type Encoded = (usize, ArrayRef, Vec<ArrayRef>, f64);
 /// The name of the client's network threads (sending frames, reading replies).
 const NET_THREADS: &str = "wireload-push-net";
 
+/// The fewest bytes a window of `auto` sends to measure the network thread's CPU per byte
+/// (its CPU time counts in 10 ms ticks).
+const PER_BYTE_WINDOW: u64 = 16 << 20;
+
 /// Fragments of `auto`'s first partition, which encodes every column to measure what that
 /// costs the client.
 const EXPLORE_FRAGMENTS: usize = 2;
@@ -1015,8 +1019,11 @@ struct Decider {
     sent: Arc<AtomicU64>,
     /// `auto`: what each column cost the client on its first partition (None until then)
     costs: Option<Vec<ColumnCost>>,
-    /// `auto`: the network thread's CPU seconds a byte sent, so far
+    /// `auto`: the network thread's CPU seconds a byte sent: the least of the windows
+    /// since its first partition (0 until one is measured)
     per_byte: f64,
+    /// `auto`: the network thread's CPU seconds and the bytes sent at the last adaptation
+    net_at: (f64, u64),
 }
 
 impl Decider {
@@ -1044,6 +1051,7 @@ impl Decider {
             sent,
             costs: None,
             per_byte: 0.0,
+            net_at: (0.0, 0),
         }
     }
 
@@ -1117,9 +1125,20 @@ impl Decider {
             .clamp(0.01, 1.0);
         self.payload_at = (payload, plain);
         let (_, server_cpu, busy) = feedback.get();
-        // what a byte sent costs the network thread (its names are cut to 15 bytes)
-        if sent > 0 {
-            self.per_byte = named_threads_cpu_seconds(None, &NET_THREADS[..15]) / sent as f64;
+        // what a byte sent costs the network thread (its names are cut to 15 bytes): the
+        // least of the windows since the first partition, which approaches the cost of one
+        // more byte (a window of few large frames); an average over the push would count
+        // the per-frame and wake-up costs of the first partition's small encoded frames as
+        // costs of bytes, make plain columns look dear and keep them encoded
+        let net = named_threads_cpu_seconds(None, &NET_THREADS[..15]);
+        let (net0, sent0) = std::mem::replace(&mut self.net_at, (net, sent));
+        if self.costs.is_some() && sent - sent0 >= PER_BYTE_WINDOW && net > net0 {
+            let window = (net - net0) / (sent - sent0) as f64;
+            self.per_byte = if self.per_byte > 0.0 {
+                self.per_byte.min(window)
+            } else {
+                window
+            };
         }
         // cores the server's loading used meanwhile
         let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();
