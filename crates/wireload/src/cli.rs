@@ -339,7 +339,8 @@ pub struct BenchSharedArgs {
     /// The client's socket bandwidth (token bucket): 1gbit, 10gbit...
     #[arg(long)]
     pub bandwidth: wireload_push::throttle::Bandwidth,
-    /// Run the paper's Q1 and Q2 in batches of 10 against a second table while loading.
+    /// Run the paper's Q1 and Q2 in batches of 10 against a second table while loading
+    /// (and alone for a few seconds each round, for their latencies without a load).
     #[arg(long)]
     pub queries: bool,
     /// Modes, in the order they run (interleaved over the runs).

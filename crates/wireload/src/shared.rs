@@ -5,6 +5,8 @@
 //! meanwhile. Per mode: throughput over the file's bytes, bytes on the socket, the client's
 //! CPU (getrusage) and the server's (its process's CPU over the load, /proc; and its own
 //! accounting of the load's steps), and the queries' p99.9 latencies; medians of the runs.
+//! With `--queries` each round first runs the queries alone for a few seconds: their
+//! latencies with nothing loading, the floor of every mode's (`queries_alone`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -88,7 +90,19 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         );
     }
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); modes.len()];
+    // the queries' latencies with no load beside them, once a round: the floor any mode's
+    // p99.9 under the load is compared with
+    let mut alone: Vec<(Option<f64>, Option<f64>)> = Vec::new();
     for _ in 0..args.runs.max(1) {
+        if args.queries {
+            let (q1, q2) = queries_alone(&rt, &server)?;
+            eprintln!(
+                "queries alone for {QUERIES_ALONE_SECONDS} s: Q1 p99.9 {} ms, Q2 p99.9 {} ms",
+                q1.map_or("-".into(), |v| format!("{v:.0}")),
+                q2.map_or("-".into(), |v| format!("{v:.0}"))
+            );
+            alone.push((q1, q2));
+        }
         for (k, &(mode, lz4)) in modes.iter().enumerate() {
             let name = format!("t_{}", mode.name());
             sql(
@@ -150,6 +164,11 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "queries": args.queries,
         "runs": args.runs.max(1),
         "cpus": { "server": args.server_cpu, "client": args.client_cpu },
+        "queries_alone": args.queries.then(|| serde_json::json!({
+            "seconds": QUERIES_ALONE_SECONDS,
+            "q1_p999_ms": median(alone.iter().filter_map(|a| a.0).collect()),
+            "q2_p999_ms": median(alone.iter().filter_map(|a| a.1).collect()),
+        })),
         "modes": out,
     });
     if args.json {
@@ -454,6 +473,23 @@ fn steps_of(v: &serde_json::Value) -> BTreeMap<String, f64> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Seconds the query load runs alone, with no load beside it, in each round of a cell.
+const QUERIES_ALONE_SECONDS: u64 = 8;
+
+/// The p99.9 latencies (ms) of Q1 and Q2 run alone for [`QUERIES_ALONE_SECONDS`].
+fn queries_alone(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+) -> Result<(Option<f64>, Option<f64>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (pg, flag) = (server.pg, Arc::clone(&stop));
+    let queries = rt.spawn(async move { query_load(pg, flag).await });
+    std::thread::sleep(Duration::from_secs(QUERIES_ALONE_SECONDS));
+    stop.store(true, Relaxed);
+    let (q1, q2) = rt.block_on(queries)??;
+    Ok((p999(q1), p999(q2)))
 }
 
 /// Q1 and Q2 in batches of 10 (alternating) until `stop`; their latencies in ms.
