@@ -1022,7 +1022,8 @@ struct Decider {
     /// `auto`: the network thread's CPU seconds a byte sent: the least of the windows
     /// since its first partition (0 until one is measured)
     per_byte: f64,
-    /// `auto`: the network thread's CPU seconds and the bytes sent at the last adaptation
+    /// `auto`: the network thread's CPU seconds and the bytes sent when the current window of
+    /// the per-byte measurement began
     net_at: (f64, u64),
 }
 
@@ -1130,15 +1131,19 @@ impl Decider {
         // more byte (a window of few large frames); an average over the push would count
         // the per-frame and wake-up costs of the first partition's small encoded frames as
         // costs of bytes, make plain columns look dear and keep them encoded
-        let net = named_threads_cpu_seconds(None, &NET_THREADS[..15]);
-        let (net0, sent0) = std::mem::replace(&mut self.net_at, (net, sent));
-        if self.costs.is_some() && sent - sent0 >= PER_BYTE_WINDOW && net > net0 {
-            let window = (net - net0) / (sent - sent0) as f64;
-            self.per_byte = if self.per_byte > 0.0 {
-                self.per_byte.min(window)
-            } else {
-                window
-            };
+        // (a window runs on until it has sent PER_BYTE_WINDOW bytes, on a slow link too)
+        let (net0, sent0) = self.net_at;
+        if sent - sent0 >= PER_BYTE_WINDOW {
+            let net = named_threads_cpu_seconds(None, &NET_THREADS[..15]);
+            self.net_at = (net, sent);
+            if self.costs.is_some() && net > net0 {
+                let window = (net - net0) / (sent - sent0) as f64;
+                self.per_byte = if self.per_byte > 0.0 {
+                    self.per_byte.min(window)
+                } else {
+                    window
+                };
+            }
         }
         // cores the server's loading used meanwhile
         let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();
