@@ -628,7 +628,7 @@ type Encoded = (usize, ArrayRef, Vec<ArrayRef>, f64);
 const NET_THREADS: &str = "wireload-push-net";
 
 /// The fewest bytes a window of `auto` sends to measure the network thread's CPU per byte
-/// (its CPU time counts in 10 ms ticks).
+/// (where the kernel keeps no schedstat, a thread's CPU time counts in 10 ms ticks).
 const PER_BYTE_WINDOW: u64 = 16 << 20;
 
 /// Fragments of `auto`'s first partition, which encodes every column to measure what that
