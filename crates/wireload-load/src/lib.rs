@@ -58,7 +58,10 @@ pub use options::{
 };
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
-pub use pool::{compaction_pool, install, locked_pool, pool, pool_cpu_seconds, thread_cpu_seconds};
+pub use pool::{
+    apply_load_nice, compaction_pool, install, locked_pool, pool, pool_cpu_seconds, set_load_nice,
+    thread_cpu_seconds,
+};
 pub use publish::{Appender, Published, Sink, Sites, Unit};
 pub use reject::{MAX_REJECTS, RAW_LINE_CHARS, Reject};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};

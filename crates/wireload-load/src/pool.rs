@@ -2,6 +2,7 @@
 //! started once per process and kept.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::ThreadPool;
@@ -35,6 +36,31 @@ pub fn compaction_pool() -> Result<Arc<ThreadPool>, LoadError> {
     pool_in(&POOLS, "compact-", 1)
 }
 
+/// The nice value of the threads that load and write (0: the process's own).
+static LOAD_NICE: AtomicI32 = AtomicI32::new(0);
+
+/// Runs the threads that load and write (the pools here, and those that call
+/// [`apply_load_nice`]) at nice `nice` (0 to 19: the higher, the more they yield the CPU to
+/// queries); applies to threads started from now on, so it is set before the first load.
+pub fn set_load_nice(nice: i32) {
+    LOAD_NICE.store(nice.clamp(0, 19), Relaxed);
+}
+
+/// Gives the calling thread the nice value of [`set_load_nice`] (nothing when that is 0);
+/// for load threads started outside this module, such as a runtime's that receives pushes.
+pub fn apply_load_nice() {
+    let nice = LOAD_NICE.load(Relaxed);
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    // SAFETY: setpriority takes plain integers; on Linux PRIO_PROCESS with a thread id
+    // sets that thread's nice value. Raising it needs no privilege; a failure leaves the
+    // thread at the process's priority, which is what it had.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+}
+
 /// The pool of `threads` threads in `pools`, its threads named with `prefix`.
 fn pool_in(
     pools: &'static OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>>,
@@ -52,6 +78,7 @@ fn pool_in(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(move |i| format!("wireload-{prefix}{threads}t-{i}"))
+        .start_handler(|_| apply_load_nice())
         .build()
         .map_err(|e| LoadError::Threads {
             threads,

@@ -137,6 +137,11 @@ pub struct ServeArgs {
     /// Connections at once per protocol (default 100).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Nice value of the threads that load and write (loads, pushes, merges, DML, and the
+    /// Flight port's threads, which also answer Arrow Flight SQL queries): 1 to 19 lets
+    /// PostgreSQL-protocol queries take the CPU first while a load runs (default 0).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub load_nice: Option<i32>,
 }
 
 /// Output formats of query results.
@@ -343,6 +348,9 @@ pub struct BenchSharedArgs {
     /// (and alone for a few seconds each round, for their latencies without a load).
     #[arg(long)]
     pub queries: bool,
+    /// The server's `--load-nice` (its load threads' nice value).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub load_nice: Option<i32>,
     /// Modes, in the order they run (interleaved over the runs).
     #[arg(
         long,

@@ -67,6 +67,10 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
         .with_writer(std::io::stderr)
         .try_init();
     let config = config(args)?;
+    // before any load thread starts (the init script may load)
+    if let Some(nice) = args.load_nice {
+        wireload_load::set_load_nice(nice);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,6 +79,7 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
     // frames wait behind every running query's turn, and the load starves for input
     let flight_rt = tokio::runtime::Builder::new_multi_thread()
         .thread_name("wireload-flight")
+        .on_thread_start(wireload_load::apply_load_nice)
         .enable_all()
         .build()
         .context("cannot start the Flight runtime")?;

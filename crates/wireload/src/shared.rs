@@ -63,7 +63,7 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
     let exe = std::env::current_exe().context("finding the wireload binary")?;
     let (file, columns, delimiter) = data(args, &exe)?;
     let file_bytes = std::fs::metadata(&file)?.len();
-    let server = start_server(&exe, args.server_cpu)?;
+    let server = start_server(&exe, args.server_cpu, args.load_nice)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -164,6 +164,7 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "queries": args.queries,
         "runs": args.runs.max(1),
         "cpus": { "server": args.server_cpu, "client": args.client_cpu },
+        "load_nice": args.load_nice,
         "queries_alone": args.queries.then(|| serde_json::json!({
             "seconds": QUERIES_ALONE_SECONDS,
             "q1_p999_ms": median(alone.iter().filter_map(|a| a.0).collect()),
@@ -258,6 +259,7 @@ fn lineitem_for_queries(args: &BenchSharedArgs, exe: &Path, file: &Path) -> Resu
         runs: 1,
         server_cpu: args.server_cpu,
         client_cpu: args.client_cpu,
+        load_nice: None,
         json: false,
     };
     Ok(data(&lineitem, exe)?.0)
@@ -269,16 +271,20 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-/// `wireload serve` on `cpu`, ready.
-fn start_server(exe: &Path, cpu: usize) -> Result<Server> {
+/// `wireload serve` on `cpu` (its load threads at nice `load_nice`), ready.
+fn start_server(exe: &Path, cpu: usize, load_nice: Option<i32>) -> Result<Server> {
     let (pg, flight) = (free_port()?, free_port()?);
-    let mut child = Command::new("taskset")
-        .args(["-c", &cpu.to_string()])
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", &cpu.to_string()])
         .arg(exe)
         .args(["--threads", "1", "serve", "--listen"])
         .arg(format!("127.0.0.1:{pg}"))
         .arg("--flight-listen")
-        .arg(format!("127.0.0.1:{flight}"))
+        .arg(format!("127.0.0.1:{flight}"));
+    if let Some(nice) = load_nice {
+        cmd.arg("--load-nice").arg(nice.to_string());
+    }
+    let mut child = cmd
         .env("WIRELOAD_USER", USER)
         .env("WIRELOAD_PASSWORD", PASSWORD)
         .stdout(Stdio::null())

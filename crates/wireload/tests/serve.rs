@@ -210,3 +210,85 @@ fn serve_takes_a_config_file() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The nice value of each thread of process `pid`, by thread name.
+fn thread_nices(pid: u32) -> Vec<(String, i64)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // after the command's ")": state is field 3, nice field 19
+            let rest = stat.rsplit_once(')')?.1;
+            let nice = rest.split_whitespace().nth(16)?.parse().ok()?;
+            Some((name.trim().to_string(), nice))
+        })
+        .collect()
+}
+
+#[test]
+fn load_nice_lowers_the_load_threads_and_not_the_query_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "1,a\n2,b\n").unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        format!(
+            "CREATE TABLE t (id INT, name TEXT);\nCOPY t FROM '{}';\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let (port, flight) = (free_port(), free_port());
+    let (served, _) = serve(
+        &[
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--flight-listen",
+            &format!("127.0.0.1:{flight}"),
+            "--init",
+            init.to_str().unwrap(),
+            "--load-nice",
+            "7",
+        ],
+        &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
+    );
+    let out = psql(port, "ops", "pw", "INSERT INTO t VALUES (3, 'c')");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nices = thread_nices(served.0.id());
+    let of = |prefix: &str| -> Vec<i64> {
+        nices
+            .iter()
+            .filter(|(n, _)| n.starts_with(prefix))
+            .map(|&(_, v)| v)
+            .collect()
+    };
+    // the init script's COPY ran on the load pool (`--threads 2`), pushes on Flight's runtime
+    let (loads, flights, queries) = (
+        of("wireload-2t-"),
+        of("wireload-flight"),
+        of("tokio-rt-worker"),
+    );
+    assert!(
+        !loads.is_empty() && !flights.is_empty() && !queries.is_empty(),
+        "{nices:?}"
+    );
+    assert!(loads.iter().chain(&flights).all(|&n| n == 7), "{nices:?}");
+    assert!(queries.iter().all(|&n| n == 0), "{nices:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["serve", "--load-nice", "20"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--load-nice"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
