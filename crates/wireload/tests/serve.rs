@@ -61,6 +61,46 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (Served, Vec<String>) {
     panic!("the server did not get ready:\n{}", log.join("\n"));
 }
 
+/// `wireload serve` on `ports` (PostgreSQL, Flight) for user ops/pw, with `extra` flags and
+/// an init script (in `dir`) that creates `table` (`name (columns)`) and loads `csv` into it.
+fn serve_loaded(
+    dir: &std::path::Path,
+    table: &str,
+    csv: &str,
+    ports: (u16, u16),
+    extra: &[&str],
+) -> (Served, Vec<String>) {
+    let file = dir.join("data.csv");
+    std::fs::write(&file, csv).unwrap();
+    let init = dir.join("init.sql");
+    let name = table.split_whitespace().next().unwrap();
+    std::fs::write(
+        &init,
+        format!(
+            "CREATE TABLE {table};\nCOPY {name} FROM '{}';\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let (listen, flight) = (
+        format!("127.0.0.1:{}", ports.0),
+        format!("127.0.0.1:{}", ports.1),
+    );
+    let mut args = vec![
+        "--listen",
+        &listen,
+        "--flight-listen",
+        &flight,
+        "--init",
+        init.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    serve(
+        &args,
+        &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
+    )
+}
+
 fn psql(port: u16, user: &str, password: &str, sql: &str) -> std::process::Output {
     Command::new(wireload_clients::psql())
         .arg(format!(
@@ -75,28 +115,13 @@ fn psql(port: u16, user: &str, password: &str, sql: &str) -> std::process::Outpu
 #[test]
 fn serve_starts_from_the_environment_runs_init_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("cities.csv");
-    std::fs::write(&csv, "1,Lyon\n2,Zürich\n3,Kyoto\n").unwrap();
-    let init = dir.path().join("init.sql");
-    std::fs::write(
-        &init,
-        format!(
-            "CREATE TABLE cities (id INT PRIMARY KEY, name TEXT);\nCOPY cities FROM '{}';\n",
-            csv.display()
-        ),
-    )
-    .unwrap();
     let (port, flight) = (free_port(), free_port());
-    let (mut served, log) = serve(
-        &[
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--flight-listen",
-            &format!("127.0.0.1:{flight}"),
-            "--init",
-            init.to_str().unwrap(),
-        ],
-        &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
+    let (mut served, log) = serve_loaded(
+        dir.path(),
+        "cities (id INT PRIMARY KEY, name TEXT)",
+        "1,Lyon\n2,Zürich\n3,Kyoto\n",
+        (port, flight),
+        &[],
     );
     assert!(
         log.iter().any(|l| l.contains("init: loaded 3 rows")),
@@ -230,30 +255,13 @@ fn thread_nices(pid: u32) -> Vec<(String, i64)> {
 #[test]
 fn load_nice_lowers_the_load_threads_and_not_the_query_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("t.csv");
-    std::fs::write(&csv, "1,a\n2,b\n").unwrap();
-    let init = dir.path().join("init.sql");
-    std::fs::write(
-        &init,
-        format!(
-            "CREATE TABLE t (id INT, name TEXT);\nCOPY t FROM '{}';\n",
-            csv.display()
-        ),
-    )
-    .unwrap();
     let (port, flight) = (free_port(), free_port());
-    let (served, _) = serve(
-        &[
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--flight-listen",
-            &format!("127.0.0.1:{flight}"),
-            "--init",
-            init.to_str().unwrap(),
-            "--load-nice",
-            "7",
-        ],
-        &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
+    let (served, _) = serve_loaded(
+        dir.path(),
+        "t (id INT, name TEXT)",
+        "1,a\n2,b\n",
+        (port, flight),
+        &["--load-nice", "7"],
     );
     let out = psql(port, "ops", "pw", "INSERT INTO t VALUES (3, 'c')");
     assert!(
