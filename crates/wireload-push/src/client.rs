@@ -1079,6 +1079,30 @@ impl Decider {
         free
     }
 
+    /// `auto`: takes the network thread's CPU seconds (`net`, read only when a window
+    /// closes) at `sent` bytes sent. A window closes once it has sent [`PER_BYTE_WINDOW`]
+    /// bytes, on a slow link too; `per_byte` is the least of the windows closed since the
+    /// first partition, which approaches the cost of one more byte (a window of few large
+    /// frames). An average over the push would count the per-frame and wake-up costs of
+    /// the first partition's small encoded frames as costs of bytes, make plain columns
+    /// look dear and keep them encoded.
+    fn measure_per_byte(&mut self, sent: u64, net: impl FnOnce() -> f64) {
+        let (net0, sent0) = self.net_at;
+        if sent - sent0 < PER_BYTE_WINDOW {
+            return;
+        }
+        let net = net();
+        self.net_at = (net, sent);
+        if self.costs.is_some() && net > net0 {
+            let window = (net - net0) / (sent - sent0) as f64;
+            self.per_byte = if self.per_byte > 0.0 {
+                self.per_byte.min(window)
+            } else {
+                window
+            };
+        }
+    }
+
     /// True when the current choice encodes nothing: fragments go out one by one.
     fn streams(&mut self, out: &Outbox, feedback: &Feedback) -> bool {
         self.taken += 1;
@@ -1126,25 +1150,8 @@ impl Decider {
             .clamp(0.01, 1.0);
         self.payload_at = (payload, plain);
         let (_, server_cpu, busy) = feedback.get();
-        // what a byte sent costs the network thread (its names are cut to 15 bytes): the
-        // least of the windows since the first partition, which approaches the cost of one
-        // more byte (a window of few large frames); an average over the push would count
-        // the per-frame and wake-up costs of the first partition's small encoded frames as
-        // costs of bytes, make plain columns look dear and keep them encoded
-        // (a window runs on until it has sent PER_BYTE_WINDOW bytes, on a slow link too)
-        let (net0, sent0) = self.net_at;
-        if sent - sent0 >= PER_BYTE_WINDOW {
-            let net = named_threads_cpu_seconds(None, &NET_THREADS[..15]);
-            self.net_at = (net, sent);
-            if self.costs.is_some() && net > net0 {
-                let window = (net - net0) / (sent - sent0) as f64;
-                self.per_byte = if self.per_byte > 0.0 {
-                    self.per_byte.min(window)
-                } else {
-                    window
-                };
-            }
-        }
+        // what a byte sent costs the network thread (its names are cut to 15 bytes)
+        self.measure_per_byte(sent, || named_threads_cpu_seconds(None, &NET_THREADS[..15]));
         // cores the server's loading used meanwhile
         let server_cores = (server_cpu - self.server_cpu_at) / span.as_secs_f64();
         self.server_cpu_at = server_cpu;
@@ -1373,6 +1380,32 @@ mod tests {
         assert!(!d.exploring());
         let plan = d.decide(&fragments, &out, &feedback, &pool);
         assert_eq!(plan, vec![vec![false; 4]; 2]);
+    }
+
+    #[test]
+    fn the_cost_of_a_byte_is_the_least_window_after_the_first_partition() {
+        let opts = PushOptions::new("http://127.0.0.1:1", "t", Mode::Auto);
+        let described = Described {
+            table: "t".into(),
+            columns: Vec::new(),
+            max_frame_bytes: 0,
+        };
+        let mut d = Decider::new(&opts, &described, Arc::new(AtomicU64::new(0)));
+        let w = PER_BYTE_WINDOW;
+        // the first partition's windows (small encoded frames, dear per byte) do not count
+        d.measure_per_byte(w, || 0.5);
+        assert_eq!(d.per_byte, 0.0);
+        d.explored(Vec::new());
+        // a window shorter than PER_BYTE_WINDOW runs on; the CPU is read when it closes
+        d.measure_per_byte(w + w / 2, || panic!("read before the window closed"));
+        d.measure_per_byte(3 * w, || 0.5 + 4e-9 * (2 * w) as f64);
+        assert!((d.per_byte - 4e-9).abs() < 1e-15, "{}", d.per_byte);
+        // a cheaper window lowers it, a dearer one does not raise it
+        d.measure_per_byte(4 * w, || 0.5 + 4e-9 * (2 * w) as f64 + 1e-9 * w as f64);
+        assert!((d.per_byte - 1e-9).abs() < 1e-15, "{}", d.per_byte);
+        let net = 0.5 + 4e-9 * (2 * w) as f64 + 1e-9 * w as f64;
+        d.measure_per_byte(5 * w, || net + 9e-9 * w as f64);
+        assert!((d.per_byte - 1e-9).abs() < 1e-15, "{}", d.per_byte);
     }
 
     #[test]
