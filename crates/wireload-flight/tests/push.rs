@@ -589,6 +589,225 @@ fn forged_pushes_are_refused_and_load_nothing() {
     assert_eq!(server.count(), 7);
 }
 
+/// The hello of an `auto` push into `table` of `files` (comma-separated, no header), which
+/// may send text fragments.
+fn auto_hello(table: &str, files: &[&str]) -> Hello {
+    Hello {
+        table: table.into(),
+        files: files.iter().map(|f| f.to_string()).collect(),
+        dialect: Some(wireload_push::protocol::WireDialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            escape: Some(b'"'),
+            header: false,
+            null: Vec::new(),
+        }),
+        ..hello(Mode::Auto)
+    }
+}
+
+/// A text frame of fragment `fragment`: `data` of file `file` after `byte` bytes and
+/// `lines` line ends.
+fn text_frame(fragment: u64, file: u64, byte: u64, lines: u64, data: &[u8]) -> (Frame, Vec<u8>) {
+    (
+        Frame::Text {
+            fragment,
+            file,
+            byte,
+            lines,
+            len: data.len() as u64,
+            lz4: false,
+        },
+        data.to_vec(),
+    )
+}
+
+#[test]
+fn text_fragments_load_in_order_and_forged_ones_are_refused() {
+    let server = Server::start(&format!(
+        "{TABLE}; CREATE TABLE k (id INT PRIMARY KEY, name TEXT)"
+    ));
+    let ab = auto_hello("t", &["a.csv", "b.csv"]);
+    let lz4_lying = {
+        let mut body = lz4_flex::compress_prepend_size(b"1,a,1\n");
+        body[..4].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        body
+    };
+    let lz4_frame = |body: Vec<u8>| {
+        (
+            Frame::Text {
+                fragment: 0,
+                file: 0,
+                byte: 0,
+                lines: 0,
+                len: 6,
+                lz4: true,
+            },
+            body,
+        )
+    };
+    let cases: Vec<(&str, Hello, Frames, &str)> = vec![
+        (
+            "a text without the files' dialect",
+            hello(Mode::Auto),
+            vec![text_frame(0, 0, 0, 0, b"1,a,1\n"), end(1, 0)],
+            "without the files' CSV dialect",
+        ),
+        (
+            "text of a file the push does not have",
+            ab.clone(),
+            vec![text_frame(0, 2, 0, 0, b"1,a,1\n"), end(1, 0)],
+            "text of file 2: the push has 2 files",
+        ),
+        (
+            "an empty text",
+            ab.clone(),
+            vec![text_frame(0, 0, 0, 0, b""), end(1, 0)],
+            "a text fragment of 0 bytes",
+        ),
+        (
+            "a text longer than it says",
+            ab.clone(),
+            vec![
+                (
+                    Frame::Text {
+                        fragment: 0,
+                        file: 0,
+                        byte: 0,
+                        lines: 0,
+                        len: 3,
+                        lz4: false,
+                    },
+                    b"1,a,1\n".to_vec(),
+                ),
+                end(1, 0),
+            ],
+            "said 3 bytes, 6 arrived",
+        ),
+        (
+            "an LZ4 block that says it holds a gigabyte",
+            ab.clone(),
+            vec![lz4_frame(lz4_lying), end(1, 0)],
+            "its LZ4 block",
+        ),
+        (
+            "a broken LZ4 block",
+            ab.clone(),
+            vec![lz4_frame(vec![6, 0, 0, 0, 0xff, 0xff]), end(1, 0)],
+            "LZ4",
+        ),
+        (
+            "a text that says it is huge",
+            ab.clone(),
+            vec![(
+                Frame::Text {
+                    fragment: 0,
+                    file: 0,
+                    byte: 0,
+                    lines: 0,
+                    len: 1 << 40,
+                    lz4: false,
+                },
+                b"1,a,1\n".to_vec(),
+            )],
+            "bytes (1 to",
+        ),
+        (
+            "a text out of order",
+            ab.clone(),
+            vec![text_frame(1, 0, 0, 0, b"1,a,1\n"), end(2, 0)],
+            "fragment 1 arrived where fragment 0 was expected",
+        ),
+        (
+            "a text whose last record is cut in a quote",
+            ab.clone(),
+            vec![text_frame(0, 0, 0, 0, b"1,\"a,1\n"), end(1, 0)],
+            "quote",
+        ),
+        (
+            "a value too long for VARCHAR(5) in a text",
+            ab.clone(),
+            vec![text_frame(0, 0, 0, 0, b"1,abcdefg,1\n"), end(1, 0)],
+            "too long",
+        ),
+        (
+            "an end frame that counts a text's rows as a fragment's",
+            ab.clone(),
+            vec![text_frame(0, 0, 0, 0, b"1,a,1\n2,b,2\n"), end(1, 2)],
+            "1 fragments of 0 rows arrived",
+        ),
+        (
+            "a text into a table with a unique key",
+            auto_hello("k", &["a.csv"]),
+            vec![text_frame(0, 0, 0, 0, b"1,a\n"), end(1, 0)],
+            "unique key",
+        ),
+    ];
+    for (what, hello, frames, expected) in cases {
+        let err = match server.push_as(hello, frames) {
+            Ok(reply) => panic!("{what}: accepted ({reply:?})"),
+            Err(e) => e,
+        };
+        assert!(
+            err.to_lowercase().contains(&expected.to_lowercase()),
+            "{what}: {err}"
+        );
+        assert_eq!(server.count(), 0, "{what}: rows became visible");
+    }
+    let k = server.rows("SELECT count(*) FROM k");
+    assert_eq!(
+        arrow::util::pretty::pretty_format_batches(&k)
+            .unwrap()
+            .to_string()
+            .lines()
+            .nth(3),
+        Some("| 0        |")
+    );
+    // a bad value in a text is named by its file, line and byte, as a local load names it
+    let err = server
+        .push_as(
+            ab.clone(),
+            vec![
+                text_frame(0, 0, 0, 0, b"1,a,1\n"),
+                text_frame(1, 1, 100, 7, b"2,b,2\nx,c,3\n"),
+                end(2, 0),
+            ],
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("b.csv") && err.contains("line 9") && err.contains("byte 106"),
+        "{err}"
+    );
+    assert_eq!(server.count(), 0);
+    // fragments and texts in one push load in their order, the end frame counting the
+    // fragments' rows
+    let mut frames = valid();
+    frames.pop();
+    frames.insert(
+        2,
+        text_frame(1, 0, 0, 0, b"10,dan,1.5\n11,,2.5\n12,\"e,f\",3\n"),
+    );
+    if let Frame::Fragment { fragment, .. } = &mut frames[3].0 {
+        *fragment = 2;
+    }
+    frames.push(end(3, 5));
+    match server.push_as(ab, frames) {
+        Ok(Reply::Done { rows, .. }) => assert_eq!(rows, 8),
+        other => panic!("{other:?}"),
+    }
+    let text = arrow::util::pretty::pretty_format_batches(&server.rows("SELECT id, name FROM t"))
+        .unwrap()
+        .to_string();
+    let ids: Vec<&str> = text
+        .lines()
+        .skip(3)
+        .filter_map(|l| l.split('|').nth(1))
+        .map(str::trim)
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "10", "11", "12", "4", "5"], "{text}");
+    assert!(text.contains("e,f"), "{text}");
+}
+
 /// Days from 1970-01-01 of `text` as a CSV load reads a DATE.
 fn day(text: &str) -> i32 {
     wireload_types::deser::parse_date(text.as_bytes()).unwrap()

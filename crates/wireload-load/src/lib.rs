@@ -62,12 +62,13 @@ pub use pool::{
     apply_load_nice, compaction_pool, install, locked_pool, pool, pool_cpu_seconds, set_load_nice,
     thread_cpu_seconds,
 };
-pub use publish::{Appender, Published, Sink, Sites, Unit};
+pub use publish::{Appender, Published, Sink, Sites, Text, Unit};
 pub use reject::{MAX_REJECTS, RAW_LINE_CHARS, Reject};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 pub use wireload_types::unique_column_names;
 
+use arrow::record_batch::RecordBatch;
 use wireload_csv::ScanConfig;
 use wireload_storage::Table;
 
@@ -171,19 +172,105 @@ pub fn parse_records(
     first_unit: usize,
     ctl: &LoadControl,
 ) -> Result<usize, LoadError> {
+    let file = appender.file().to_string();
+    parse_range(
+        appender,
+        appender,
+        dialect,
+        &file,
+        data,
+        (byte, lines),
+        first_unit,
+        None,
+        ctl,
+    )
+}
+
+/// Parses the CSV records of `text` (whole records of input `file`, as a Shared Loading
+/// client took them with [`Sink::take_text`]) on the current thread into unit `unit` of
+/// `appender`; returns the rows. Errors name positions in `file`. `text` must not be empty.
+pub fn parse_text(
+    appender: &Appender<'_>,
+    dialect: &Dialect,
+    file: &str,
+    text: Text<'_>,
+    unit: usize,
+    ctl: &LoadControl,
+) -> Result<u64, LoadError> {
+    if text.data.is_empty() {
+        return Err(LoadError::Internal("an empty text makes no unit".into()));
+    }
+    let counted = Counted {
+        inner: appender,
+        rows: std::sync::atomic::AtomicU64::new(0),
+    };
+    let at = (text.byte, text.lines);
+    // one chunk, one unit
+    let chunk = Some(text.data.len());
+    parse_range(
+        appender, &counted, dialect, file, text.data, at, unit, chunk, ctl,
+    )?;
+    Ok(counted.rows.into_inner())
+}
+
+/// A sink that counts the rows it hands on.
+struct Counted<'a> {
+    inner: &'a dyn Sink,
+    rows: std::sync::atomic::AtomicU64,
+}
+
+impl Sink for Counted<'_> {
+    fn wants_sites(&self) -> bool {
+        self.inner.wants_sites()
+    }
+
+    fn failed(&self) -> bool {
+        self.inner.failed()
+    }
+
+    fn take(
+        &self,
+        n: usize,
+        buffers: Vec<Option<RecordBatch>>,
+        sites: Sites,
+        input: Option<&[u8]>,
+    ) -> Result<(), LoadError> {
+        let rows: usize = buffers.iter().flatten().map(|b| b.num_rows()).sum();
+        self.inner.take(n, buffers, sites, input)?;
+        self.rows
+            .fetch_add(rows as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Parses `data` (whole records, `at` = (bytes, line ends) before them in input `file`)
+/// for `appender`'s table into `sink` as units `first_unit..`, in chunks of `chunk` bytes
+/// (the default size when None); returns how many.
+#[allow(clippy::too_many_arguments)]
+fn parse_range(
+    appender: &Appender<'_>,
+    sink: &dyn Sink,
+    dialect: &Dialect,
+    file: &str,
+    data: &[u8],
+    at: (u64, u64),
+    first_unit: usize,
+    chunk: Option<usize>,
+    ctl: &LoadControl,
+) -> Result<usize, LoadError> {
     let opts = LoadOptions {
         dialect: Dialect {
             header: false,
             ..dialect.clone()
         },
+        chunk_size: chunk,
         ..LoadOptions::default()
     };
-    let file = appender.file().to_string();
     let sample = &data[..data.len().min(1 << 20)];
-    let parse = parse::CsvParse::new(appender.def(), &opts, file, sample)?;
+    let parse = parse::CsvParse::new(appender.def(), &opts, file.to_string(), sample)?;
     let origin = parse::Origin {
-        byte,
-        lines,
+        byte: at.0,
+        lines: at.1,
         whole: false,
     };
     let window = parse::Records {
@@ -194,7 +281,7 @@ pub fn parse_records(
         origin,
         release: None,
     };
-    parse.parse_window(window, first_unit, appender, ctl)
+    parse.parse_window(window, first_unit, sink, ctl)
 }
 
 /// Builds the index `index` over the rows `table` holds now, in parallel, and publishes the

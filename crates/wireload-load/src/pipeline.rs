@@ -26,7 +26,7 @@ use crate::limits::{check_lines, too_long};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
 use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
 use crate::pool::install;
-use crate::publish::{Appender, Published, Sink};
+use crate::publish::{Appender, Published, Sink, Text};
 use crate::reject::RejectLog;
 use crate::source::{Block, Blocks, Input, Source};
 
@@ -237,6 +237,20 @@ pub(crate) fn stream_windows(
             }
         };
         sink.ready()?;
+        if let Some(&before) = w.lines.first() {
+            let text = Text {
+                data: &w.block.bytes()[w.start..w.cut],
+                byte: w.origin.byte + w.start as u64,
+                lines: w.origin.lines + before,
+            };
+            if sink.take_text(units, text)? {
+                ctl.bytes_done.fetch_add(text.data.len() as u64, Relaxed);
+                units += 1;
+                byte = w.origin.byte + w.cut as u64;
+                recycler.recycle(w.block);
+                continue;
+            }
+        }
         let records = Records {
             data: &w.block.bytes()[..w.cut],
             start: w.start,

@@ -187,6 +187,24 @@ pub trait Sink: Sync {
     fn ready(&self) -> Result<(), LoadError> {
         Ok(())
     }
+    /// Offered the records of a streamed window before they are parsed: the sink may take
+    /// them as text to be parsed elsewhere (a Shared Loading client sending them to its
+    /// server), as unit `n`. True when taken: the window is then not parsed.
+    fn take_text(&self, n: usize, text: Text<'_>) -> Result<bool, LoadError> {
+        let _ = (n, text);
+        Ok(false)
+    }
+}
+
+/// The records of a window, unparsed: whole records, where they lie in the input.
+#[derive(Debug, Clone, Copy)]
+pub struct Text<'a> {
+    /// The records' bytes.
+    pub data: &'a [u8],
+    /// The offset of `data` in the input.
+    pub byte: u64,
+    /// Line ends in the input before `data`.
+    pub lines: u64,
 }
 
 impl Sink for Appender<'_> {

@@ -12,6 +12,10 @@
 //! 3. *transfer*: frames ([`crate::protocol`]) stream over one Flight `DoPut` call through
 //!    a token bucket ([`crate::throttle`]); the server's progress replies feed `auto`.
 //!
+//! `auto` may also take a window of records before it is parsed and send it as text for the
+//! server to parse (a *text fragment*), where the client is the bottleneck and the server
+//! has CPU to spare: the split of PIPE, window by window.
+//!
 //! Memory stays bounded: the parse waits while more than `partitions_in_flight`
 //! partitions' fragments are parsed and not yet sent.
 
@@ -32,7 +36,7 @@ use futures::{SinkExt, StreamExt};
 use prost::Message;
 use rayon::prelude::*;
 use wireload_load::{
-    Dialect, LoadControl, LoadError, LoadOptions, Sink, Sites, Source, pool_cpu_seconds,
+    Dialect, LoadControl, LoadError, LoadOptions, Sink, Sites, Source, Text, pool_cpu_seconds,
     thread_cpu_seconds,
 };
 use wireload_storage::dictionary::{FragmentColumn, merge_column};
@@ -42,6 +46,7 @@ use wireload_types::{ColumnDef, TableSchema};
 use crate::PushError;
 use crate::account::{named_threads_cpu_seconds, process_cpu_seconds};
 use crate::hll::DEFAULT_PRECISION;
+use crate::ingest::MAX_TEXT_BYTES;
 use crate::protocol::{
     Described, Frame, Hello, Mode, PUSH_TYPE_URL, Reply, Steps, WireDialect, column_batch,
     encode_batch, from_json, to_json,
@@ -82,6 +87,9 @@ pub struct PushOptions {
     pub lz4: bool,
     /// HyperLogLog precision of `size`.
     pub hll_precision: u8,
+    /// `auto`: the share of windows sent as text for the server to parse, fixed (0 to 1);
+    /// None: `auto` moves it by what it measures.
+    pub text_share: Option<f64>,
 }
 
 impl PushOptions {
@@ -101,6 +109,7 @@ impl PushOptions {
             bandwidth: None,
             lz4: false,
             hll_precision: DEFAULT_PRECISION,
+            text_share: None,
         }
     }
 }
@@ -124,6 +133,8 @@ pub struct PushReport {
     pub server_steps: Steps,
     /// Fragment columns sent encoded, of all fragment columns that could have been.
     pub encoded_columns: (u64, u64),
+    /// Fragments sent as text (`auto`), and the file bytes they held.
+    pub text: (u64, u64),
 }
 
 impl PushReport {
@@ -166,12 +177,12 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
             .map(|f| f.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        files: if opts.mode == Mode::Seq {
+        files: if matches!(opts.mode, Mode::Seq | Mode::Auto) {
             files.iter().map(|f| f.display().to_string()).collect()
         } else {
             Vec::new()
         },
-        dialect: (opts.mode == Mode::Seq).then(|| WireDialect {
+        dialect: matches!(opts.mode, Mode::Seq | Mode::Auto).then(|| WireDialect {
             delimiter: opts.dialect.delimiter,
             quote: opts.dialect.quote,
             escape: opts.dialect.escape,
@@ -251,6 +262,7 @@ pub fn push(files: &[PathBuf], opts: &PushOptions) -> Result<PushReport, PushErr
         client_steps: client.steps,
         server_steps,
         encoded_columns: client.encoded,
+        text: client.text,
     })
 }
 
@@ -376,6 +388,8 @@ impl Outbox {
 struct Sent {
     steps: Steps,
     encoded: (u64, u64),
+    /// text fragments and their bytes
+    text: (u64, u64),
 }
 
 /// Fragments per partition for files of `file_bytes` bytes: at most
@@ -449,6 +463,7 @@ fn send_file(
     Ok(Sent {
         steps,
         encoded: (0, 0),
+        text: (0, 0),
     })
 }
 
@@ -469,11 +484,67 @@ fn client_def(described: &Described) -> Result<TableDef, PushError> {
         .map_err(|e| PushError::Protocol(format!("the server's table description: {e}")))
 }
 
+/// What the parse stage hands the compress stage: a fragment, or a window's records as text.
+enum Piece {
+    /// A parsed fragment.
+    Fragment(RecordBatch),
+    /// Records not parsed: (file, byte and line ends before them, the bytes).
+    Text(TextPiece),
+}
+
+/// A window's records sent as text.
+struct TextPiece {
+    file: u64,
+    byte: u64,
+    lines: u64,
+    data: Vec<u8>,
+}
+
+/// Which windows `auto` sends as text: a share the compress stage sets, spread evenly over
+/// the windows the parse offers.
+#[derive(Debug, Default)]
+struct TextGate {
+    /// the share, in thousandths
+    share: AtomicU64,
+    /// windows' share not yet taken
+    credit: Mutex<f64>,
+}
+
+impl TextGate {
+    fn share(&self) -> f64 {
+        self.share.load(Relaxed) as f64 / 1000.0
+    }
+
+    fn set(&self, share: f64) {
+        self.share
+            .store((share.clamp(0.0, 1.0) * 1000.0).round() as u64, Relaxed);
+    }
+
+    /// True when the next window goes as text.
+    fn take(&self) -> bool {
+        let mut credit = self.credit.lock().unwrap_or_else(|p| p.into_inner());
+        // below 1 after every take: a share of at most 1 never takes two windows' worth
+        *credit += self.share();
+        if *credit >= 1.0 - 1e-9 {
+            *credit -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Fragments parsed and not yet taken by the compress stage, and the wait for room.
 struct Parsed {
-    tx: SyncSender<(usize, RecordBatch)>,
+    tx: SyncSender<(usize, Piece)>,
     /// fragment numbers of earlier files
     base: AtomicUsize,
+    /// the file being parsed (index into the push's files)
+    file: AtomicUsize,
+    /// `auto` on a server that takes text: which windows go as text; None: none
+    text: Option<Arc<TextGate>>,
+    /// the longest text a frame takes
+    text_limit: usize,
     /// fragments parsed / sent
     parsed: AtomicUsize,
     sent: Arc<(Mutex<usize>, Condvar)>,
@@ -481,6 +552,19 @@ struct Parsed {
     stop: Arc<AtomicBool>,
     /// set when a fragment could not be handed over: the compress stage ended (failed)
     compress_gone: Arc<AtomicBool>,
+}
+
+impl Parsed {
+    /// Hands piece `n` of the current file to the compress stage.
+    fn hand_over(&self, n: usize, piece: Piece) -> Result<(), LoadError> {
+        self.parsed.fetch_add(1, Relaxed);
+        self.tx
+            .send((self.base.load(Relaxed) + n, piece))
+            .map_err(|_| {
+                self.compress_gone.store(true, Relaxed);
+                LoadError::Options("the compress stage stopped".into())
+            })
+    }
 }
 
 impl Sink for Parsed {
@@ -505,13 +589,24 @@ impl Sink for Parsed {
             // a chunk without a record start still numbers a fragment: an empty one
             None => RecordBatch::new_empty(Arc::new(Schema::empty())),
         };
-        self.parsed.fetch_add(1, Relaxed);
-        self.tx
-            .send((self.base.load(Relaxed) + n, batch))
-            .map_err(|_| {
-                self.compress_gone.store(true, Relaxed);
-                LoadError::Options("the compress stage stopped".into())
-            })
+        self.hand_over(n, Piece::Fragment(batch))
+    }
+
+    fn take_text(&self, n: usize, text: Text<'_>) -> Result<bool, LoadError> {
+        let Some(gate) = &self.text else {
+            return Ok(false);
+        };
+        if text.data.len() > self.text_limit || !gate.take() {
+            return Ok(false);
+        }
+        let piece = TextPiece {
+            file: self.file.load(Relaxed) as u64,
+            byte: text.byte,
+            lines: text.lines,
+            data: text.data.to_vec(),
+        };
+        self.hand_over(n, Piece::Text(piece))?;
+        Ok(true)
     }
 
     fn ready(&self) -> Result<(), LoadError> {
@@ -547,13 +642,24 @@ fn send_fragments(
         threads: Some(threads),
         ..LoadOptions::default()
     };
-    let (tx, rx) = sync_channel::<(usize, RecordBatch)>(opts.fragments_per_partition.max(1) * 2);
+    let (tx, rx) = sync_channel::<(usize, Piece)>(opts.fragments_per_partition.max(1) * 2);
+    // text goes where the server takes it, in frames that fit, LZ4 or not
+    let text_limit = (frame_limit(described).saturating_sub(FRAME_OVERHEAD + 256) * 10 / 11)
+        .min(MAX_TEXT_BYTES as usize);
+    let text = (opts.mode == Mode::Auto && described.text).then(|| {
+        let gate = TextGate::default();
+        gate.set(opts.text_share.unwrap_or(0.0));
+        Arc::new(gate)
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let compress_gone = Arc::new(AtomicBool::new(false));
     let sent_count = Arc::new((Mutex::new(0usize), Condvar::new()));
     let sink = Parsed {
         tx,
         base: AtomicUsize::new(0),
+        file: AtomicUsize::new(0),
+        text: text.clone(),
+        text_limit,
         parsed: AtomicUsize::new(0),
         sent: Arc::clone(&sent_count),
         limit: opts.fragments_per_partition.max(1) * opts.partitions_in_flight.max(1),
@@ -577,6 +683,8 @@ fn send_fragments(
         rows: 0,
         sent_count: &sent_count,
         sent,
+        text,
+        text_sent: (0, 0),
     };
     let (parsed, compressed) = std::thread::scope(|s| {
         let compressing = std::thread::Builder::new()
@@ -587,7 +695,8 @@ fn send_fragments(
             Err(e) => return (Err(PushError::io("starting a thread", e)), None),
         };
         let mut bytes = 0u64;
-        let parsed = files.iter().try_for_each(|f| {
+        let parsed = files.iter().enumerate().try_for_each(|(index, f)| {
+            sink.file.store(index, Relaxed);
             let file =
                 File::open(f).map_err(|e| PushError::io(format!("opening {}", f.display()), e))?;
             let source = Source::reader_in_blocks(f.display().to_string(), file, window);
@@ -617,6 +726,7 @@ fn send_fragments(
     Ok(Sent {
         steps: compress.steps,
         encoded: compress.encoded,
+        text: compress.text_sent,
     })
 }
 
@@ -673,21 +783,39 @@ struct Compress<'a> {
     sent_count: &'a (Mutex<usize>, Condvar),
     /// the socket's byte counter
     sent: Arc<AtomicU64>,
+    /// `auto` on a server that takes text: the share of windows sent as text
+    text: Option<Arc<TextGate>>,
+    /// text fragments sent, and their bytes
+    text_sent: (u64, u64),
 }
 
 impl Compress<'_> {
     /// Takes fragments in any order, sends partitions in file order; returns itself to
     /// send the end frame.
-    fn run(mut self, rx: Receiver<(usize, RecordBatch)>) -> Result<Self, PushError> {
+    fn run(mut self, rx: Receiver<(usize, Piece)>) -> Result<Self, PushError> {
         let per = self.opts.fragments_per_partition.max(1);
-        let mut waiting: BTreeMap<usize, RecordBatch> = BTreeMap::new();
+        let mut waiting: BTreeMap<usize, Piece> = BTreeMap::new();
         let mut next = 0usize;
         let mut group: Vec<RecordBatch> = Vec::with_capacity(per);
         let mut decider = Decider::new(self.opts, self.described, Arc::clone(&self.sent));
-        for (n, batch) in rx {
-            waiting.insert(n, batch);
-            while let Some(b) = waiting.remove(&next) {
+        decider.text = self.text.clone().filter(|_| self.opts.text_share.is_none());
+        for (n, piece) in rx {
+            waiting.insert(n, piece);
+            while let Some(piece) = waiting.remove(&next) {
                 next += 1;
+                let b = match piece {
+                    Piece::Fragment(b) => b,
+                    Piece::Text(text) => {
+                        // the fragments before it go first, as a (short) partition
+                        if !group.is_empty() {
+                            let g = std::mem::take(&mut group);
+                            self.partition(g, &mut decider)?;
+                        }
+                        self.send_text(text)?;
+                        decider.adapt_text(self.out, self.feedback);
+                        continue;
+                    }
+                };
                 group.push(b);
                 // a fragment that needs no dictionary need not wait for its partition
                 let size = if decider.exploring() {
@@ -883,6 +1011,35 @@ impl Compress<'_> {
         Ok(())
     }
 
+    /// Sends a window's records as a text fragment.
+    fn send_text(&mut self, text: TextPiece) -> Result<(), PushError> {
+        let t0 = thread_cpu_seconds();
+        let len = text.data.len() as u64;
+        let body = if self.opts.lz4 {
+            lz4_flex::compress_prepend_size(&text.data)
+        } else {
+            text.data
+        };
+        self.steps.add("serialize", thread_cpu_seconds() - t0);
+        let header = Frame::Text {
+            fragment: self.fragments,
+            file: text.file,
+            byte: text.byte,
+            lines: text.lines,
+            len,
+            lz4: self.opts.lz4,
+        };
+        self.out.send(&header, body)?;
+        self.out.plain.fetch_add(len, Relaxed);
+        self.fragments += 1;
+        self.text_sent.0 += 1;
+        self.text_sent.1 += len;
+        let (lock, cv) = self.sent_count;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        cv.notify_all();
+        Ok(())
+    }
+
     /// The end frame: what was sent.
     fn send_end(&mut self, bytes: u64) -> Result<(), PushError> {
         self.out.send(
@@ -995,6 +1152,26 @@ fn send_in_frames(
     }
 }
 
+/// How far `auto` moves its share of text windows at each adaptation.
+const TEXT_STEP: f64 = 0.1;
+
+/// `auto`'s next share of windows sent as text, from the current one: none while the
+/// server's CPUs are busy with other work (`busy` over a quarter); more while the stages
+/// seldom wait for the socket (`waiting` under a tenth of the time: the client's parse is
+/// the bottleneck, and the server takes frames as fast as they come); less while they wait
+/// for it (over 30%: the link or the server is behind).
+fn text_share(share: f64, waiting: f64, busy: f64) -> f64 {
+    if busy > 0.25 {
+        0.0
+    } else if waiting < 0.1 {
+        (share + TEXT_STEP).min(1.0)
+    } else if waiting > 0.3 {
+        (share - TEXT_STEP).max(0.0)
+    } else {
+        share
+    }
+}
+
 /// The per fragment column decision of a mode.
 struct Decider {
     mode: Mode,
@@ -1025,6 +1202,9 @@ struct Decider {
     /// `auto`: the network thread's CPU seconds and the bytes sent when the current window of
     /// the per-byte measurement began
     net_at: (f64, u64),
+    /// `auto` on a server that takes text, its share not fixed: the share of windows sent as
+    /// text, which [`Decider::adapt`] moves
+    text: Option<Arc<TextGate>>,
 }
 
 impl Decider {
@@ -1053,6 +1233,15 @@ impl Decider {
             costs: None,
             per_byte: 0.0,
             net_at: (0.0, 0),
+            text: None,
+        }
+    }
+
+    /// A text fragment went out: `auto` adapts (with most windows sent as text, few
+    /// fragments are left to adapt on).
+    fn adapt_text(&mut self, out: &Outbox, feedback: &Feedback) {
+        if self.mode == Mode::Auto {
+            self.adapt(out, feedback);
         }
     }
 
@@ -1184,6 +1373,9 @@ impl Decider {
         } else {
             Mode::None
         };
+        if let Some(gate) = &self.text {
+            gate.set(text_share(gate.share(), waiting, busy));
+        }
     }
 
     /// Which columns of each fragment the client encodes.
@@ -1326,6 +1518,7 @@ mod tests {
                 column("key", false),
             ],
             max_frame_bytes: 0,
+            text: false,
         };
         let mut d = Decider::new(&opts, &described, Arc::new(AtomicU64::new(0)));
         let (out, _rx) = outbox();
@@ -1389,6 +1582,7 @@ mod tests {
             table: "t".into(),
             columns: Vec::new(),
             max_frame_bytes: 0,
+            text: false,
         };
         let mut d = Decider::new(&opts, &described, Arc::new(AtomicU64::new(0)));
         let w = PER_BYTE_WINDOW;
@@ -1406,6 +1600,31 @@ mod tests {
         let net = 0.5 + 4e-9 * (2 * w) as f64 + 1e-9 * w as f64;
         d.measure_per_byte(5 * w, || net + 9e-9 * w as f64);
         assert!((d.per_byte - 1e-9).abs() < 1e-15, "{}", d.per_byte);
+    }
+
+    #[test]
+    fn the_text_share_follows_the_bottleneck_and_spreads_over_the_windows() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // the client behind (its stages seldom wait for the socket): more text
+        assert!(close(text_share(0.0, 0.05, 0.0), TEXT_STEP));
+        assert!(close(text_share(0.95, 0.0, 0.0), 1.0));
+        // the link or the server behind: less
+        assert!(close(text_share(0.5, 0.6, 0.0), 0.5 - TEXT_STEP));
+        assert!(close(text_share(0.05, 0.9, 0.0), 0.0));
+        // in between: as it is
+        assert!(close(text_share(0.5, 0.2, 0.0), 0.5));
+        // a server busy with queries gets none
+        assert!(close(text_share(0.8, 0.0, 0.3), 0.0));
+        let taken = |share: f64| {
+            let gate = TextGate::default();
+            gate.set(share);
+            (0..10).map(|_| gate.take()).collect::<Vec<_>>()
+        };
+        assert!(taken(0.0).iter().all(|t| !t));
+        assert!(taken(1.0).iter().all(|&t| t));
+        let half = taken(0.5);
+        assert_eq!(half, [false, true].repeat(5));
+        assert_eq!(taken(0.3).iter().filter(|&&t| t).count(), 3);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! lengths, decimal precision, date and timestamp ranges, fragment and row counts) and
 //! every fragment becomes a unit of the append/publish stage, whose dictionary step merges
 //! client dictionaries into the partitions' dictionaries and encodes plain fragment columns
-//! (the server's sort step). The load publishes only after the client's end frame checked
+//! (the server's sort step). A text fragment (`auto`'s windows of records sent unparsed)
+//! is parsed by the loader's CSV parse stage into one unit, its errors named by the file,
+//! line and byte the frame gives. The load publishes only after the client's end frame checked
 //! out: a malformed, truncated or interrupted push publishes nothing. A `seq` push's files
 //! arrive whole, each file's bytes together, and load as a local load of those files.
 
@@ -18,7 +20,7 @@ use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use wireload_load::{
     Appender, Dialect, LoadControl, LoadError, LoadOptions, MergeStrategy, Schedule, Sites, Source,
-    check_pushed_column, pool, pool_cpu_seconds, thread_cpu_seconds,
+    Text, check_pushed_column, parse_text, pool, pool_cpu_seconds, thread_cpu_seconds,
 };
 use wireload_storage::{Encoding, Partitioning, Table, TableDef};
 
@@ -88,6 +90,7 @@ pub fn describe(table: &Table, max_frame_bytes: u64) -> Described {
             })
             .collect(),
         max_frame_bytes,
+        text: !def.indexes.iter().any(|i| i.unique),
     }
 }
 
@@ -131,6 +134,10 @@ struct Shared<'a> {
     in_flight: Mutex<usize>,
     freed: Condvar,
     validate_ns: AtomicU64,
+    /// CPU of parsing text fragments
+    parse_ns: AtomicU64,
+    /// rows of text fragments
+    text_rows: AtomicU64,
     validated: AtomicU64,
 }
 
@@ -165,7 +172,20 @@ fn ingest_fragments(
         in_flight: Mutex::new(0),
         freed: Condvar::new(),
         validate_ns: AtomicU64::new(0),
+        parse_ns: AtomicU64::new(0),
+        text_rows: AtomicU64::new(0),
         validated: AtomicU64::new(0),
+    };
+    let dialect = hello.dialect.as_ref().map(|d| Dialect {
+        delimiter: d.delimiter,
+        quote: d.quote,
+        escape: d.escape,
+        header: false,
+        null: d.null.clone(),
+    });
+    let names: Vec<&str> = match hello.files.as_slice() {
+        [] => vec![hello.file.as_str()],
+        many => many.iter().map(String::as_str).collect(),
     };
     let appender = Appender::begin(table, &hello.file, MergeStrategy::Chunk)
         .with_schedule(Schedule::Interleaved)?;
@@ -208,6 +228,7 @@ fn ingest_fragments(
                     shared.fail(PushError::Protocol("a frame after the end frame".into()));
                     break;
                 }
+                let fragments_before = next_fragment;
                 let step = match header {
                     Frame::Dictionary {
                         partition: p,
@@ -285,15 +306,7 @@ fn ingest_fragments(
                             .checked_add(n)
                             .ok_or_else(|| PushError::Protocol("row count overflows".into()))?;
                         next_fragment += 1;
-                        // at most two fragments per thread in flight
-                        {
-                            let mut busy =
-                                shared.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-                            while *busy >= threads * 2 {
-                                busy = shared.freed.wait(busy).unwrap_or_else(|p| p.into_inner());
-                            }
-                            *busy += 1;
-                        }
+                        wait_for_room(&shared, threads);
                         let shared = &shared;
                         scope.spawn(move |_| {
                             let t0 = thread_cpu_seconds();
@@ -328,36 +341,89 @@ fn ingest_fragments(
                             shared
                                 .validate_ns
                                 .fetch_add(((thread_cpu_seconds() - t0) * 1e9) as u64, Relaxed);
-                            shared.validated.fetch_add(1, Relaxed);
-                            *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-                            shared.freed.notify_one();
+                            done_one(shared);
                         });
-                        if next_fragment.is_multiple_of(4) {
-                            let validate_ns = shared.validate_ns.load(Relaxed);
-                            let mut steps = Steps::default();
-                            steps.add("validate", validate_ns as f64 * 1e-9);
-                            // busy with other work: the server's CPUs less what the load
-                            // threads (this push's and other loads') used
-                            let span = last_report.1.elapsed().as_secs_f64();
-                            if span >= BUSY_WINDOW {
-                                let loads = crate::account::load_threads_cpu_seconds();
-                                let own = (loads - last_report.0) / (span * load.cpus() as f64);
-                                last_report = (loads, Instant::now());
-                                busy = (load.sample() - own).max(0.0);
-                            }
-                            progress(Reply::Progress {
-                                fragments: shared.validated.load(Relaxed),
-                                steps,
-                                busy,
-                            });
-                        }
                         Ok(())
                     }),
+                    Frame::Text {
+                        fragment,
+                        file,
+                        byte,
+                        lines,
+                        len,
+                        lz4,
+                    } => (|| {
+                        if !pieces.is_empty() {
+                            return Err(PushError::Protocol(
+                                "a text fragment before the last piece of a dictionary".into(),
+                            ));
+                        }
+                        if fragment != next_fragment {
+                            return Err(PushError::Protocol(format!(
+                                "fragment {fragment} arrived where fragment {next_fragment} \
+                                 was expected"
+                            )));
+                        }
+                        let dialect = dialect.as_ref().ok_or_else(|| {
+                            PushError::Protocol(
+                                "a text fragment in a push without the files' CSV dialect".into(),
+                            )
+                        })?;
+                        if appender.wants_sites() {
+                            return Err(PushError::Protocol(
+                                "a text fragment into a table with a unique key (the server \
+                                 does not take text for it)"
+                                    .into(),
+                            ));
+                        }
+                        let name = usize::try_from(file)
+                            .ok()
+                            .and_then(|f| names.get(f))
+                            .ok_or_else(|| {
+                                PushError::Protocol(format!(
+                                    "text of file {file}: the push has {} files",
+                                    names.len()
+                                ))
+                            })?;
+                        let data = text_payload(&frame.body, len, lz4)?;
+                        next_fragment += 1;
+                        wait_for_room(&shared, threads);
+                        let shared = &shared;
+                        scope.spawn(move |_| {
+                            let t0 = thread_cpu_seconds();
+                            if !shared.failed.load(Relaxed) {
+                                let text = Text {
+                                    data: &data,
+                                    byte,
+                                    lines,
+                                };
+                                match parse_text(
+                                    appender,
+                                    dialect,
+                                    name,
+                                    text,
+                                    fragment as usize,
+                                    ctl,
+                                ) {
+                                    Ok(rows) => {
+                                        shared.text_rows.fetch_add(rows, Relaxed);
+                                    }
+                                    Err(e) => shared.fail(PushError::Load(e)),
+                                }
+                            }
+                            shared
+                                .parse_ns
+                                .fetch_add(((thread_cpu_seconds() - t0) * 1e9) as u64, Relaxed);
+                            done_one(shared);
+                        });
+                        Ok(())
+                    })(),
                     Frame::End {
                         fragments,
                         rows: sent_rows,
                         bytes,
                     } => {
+                        // the rows of fragment frames: text ones are counted as they parse
                         if fragments != next_fragment || sent_rows != rows {
                             Err(PushError::Protocol(format!(
                                 "the client says it sent {fragments} fragments of \
@@ -376,6 +442,25 @@ fn ingest_fragments(
                 if let Err(e) = step {
                     shared.fail(e);
                     break;
+                }
+                if next_fragment != fragments_before && next_fragment.is_multiple_of(4) {
+                    let mut steps = Steps::default();
+                    steps.add("validate", shared.validate_ns.load(Relaxed) as f64 * 1e-9);
+                    steps.add("parse", shared.parse_ns.load(Relaxed) as f64 * 1e-9);
+                    // busy with other work: the server's CPUs less what the load
+                    // threads (this push's and other loads') used
+                    let span = last_report.1.elapsed().as_secs_f64();
+                    if span >= BUSY_WINDOW {
+                        let loads = crate::account::load_threads_cpu_seconds();
+                        let own = (loads - last_report.0) / (span * load.cpus() as f64);
+                        last_report = (loads, Instant::now());
+                        busy = (load.sample() - own).max(0.0);
+                    }
+                    progress(Reply::Progress {
+                        fragments: shared.validated.load(Relaxed),
+                        steps,
+                        busy,
+                    });
                 }
             }
         });
@@ -415,9 +500,13 @@ fn ingest_fragments(
         (Err(e), None) => return Err(PushError::Load(e)),
         (Ok(r), None) => r,
     };
-    debug_assert_eq!(rows, published.rows);
+    debug_assert_eq!(rows + shared.text_rows.load(Relaxed), published.rows);
     let mut steps = Steps::default();
     steps.add("validate", shared.validate_ns.load(Relaxed) as f64 * 1e-9);
+    let parse_ns = shared.parse_ns.load(Relaxed);
+    if parse_ns > 0 {
+        steps.add("parse", parse_ns as f64 * 1e-9);
+    }
     steps.add(
         "dictionaries",
         *dictionary_cpu.lock().unwrap_or_else(|p| p.into_inner()),
@@ -429,6 +518,58 @@ fn ingest_fragments(
         seconds: started.elapsed().as_secs_f64(),
         steps,
     })
+}
+
+/// Waits until fewer than two fragments per thread are in flight, and takes a place.
+fn wait_for_room(shared: &Shared<'_>, threads: usize) {
+    let mut busy = shared.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+    while *busy >= threads * 2 {
+        busy = shared.freed.wait(busy).unwrap_or_else(|p| p.into_inner());
+    }
+    *busy += 1;
+}
+
+/// A fragment is done: its place in flight is free.
+fn done_one(shared: &Shared<'_>) {
+    shared.validated.fetch_add(1, Relaxed);
+    *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+    shared.freed.notify_one();
+}
+
+/// The most bytes a text fragment may hold.
+pub const MAX_TEXT_BYTES: u64 = 256 << 20;
+
+/// A text frame's records: its payload, decompressed when `lz4`, of `len` bytes (checked
+/// before anything is allocated for them), not empty.
+fn text_payload(body: &Bytes, len: u64, lz4: bool) -> Result<Bytes, PushError> {
+    if len == 0 || len > MAX_TEXT_BYTES {
+        return Err(PushError::Protocol(format!(
+            "a text fragment of {len} bytes (1 to {MAX_TEXT_BYTES} are taken)"
+        )));
+    }
+    let data = if lz4 {
+        // the block's own length comes first: it must be the frame's
+        let said = body
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64);
+        if said != Some(len) {
+            return Err(PushError::Protocol(format!(
+                "a text frame says {len} bytes, its LZ4 block {said:?}"
+            )));
+        }
+        let bytes = lz4_flex::decompress_size_prepended(body)
+            .map_err(|e| PushError::Protocol(format!("bad LZ4 block: {e}")))?;
+        Bytes::from(bytes)
+    } else {
+        body.clone()
+    };
+    if data.len() as u64 != len {
+        return Err(PushError::Protocol(format!(
+            "a text frame said {len} bytes, {} arrived",
+            data.len()
+        )));
+    }
+    Ok(data)
 }
 
 /// The shortest span the server's busy fraction is measured over, in seconds.

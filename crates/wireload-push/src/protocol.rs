@@ -94,7 +94,7 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// The CSV dialect of a `seq` push (the server parses the file).
+/// The CSV dialect of a `seq` push and of `auto`'s text fragments (the server parses them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireDialect {
     /// Field delimiter.
@@ -118,12 +118,12 @@ pub struct Hello {
     pub mode: Mode,
     /// The name errors give the input (the client's file names).
     pub file: String,
-    /// `seq`: the name of each file, in the order they are sent (raw frames say which file
-    /// their bytes belong to, and the server loads each file with its own header); empty:
-    /// one input named `file`.
+    /// `seq` and `auto`: the name of each file, in the order they are sent (raw and text
+    /// frames say which file their bytes belong to; `seq`'s server loads each file with its
+    /// own header); empty: one input named `file`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
-    /// The dialect, for `seq`.
+    /// The dialect, for `seq` and `auto`'s text fragments.
     pub dialect: Option<WireDialect>,
 }
 
@@ -150,6 +150,10 @@ pub struct Described {
     pub columns: Vec<WireColumn>,
     /// The largest frame the server accepts, in bytes.
     pub max_frame_bytes: u64,
+    /// The server takes [`Frame::Text`] (the table has no unique key, whose errors name
+    /// rows by their place in the push).
+    #[serde(default)]
+    pub text: bool,
 }
 
 /// The header of one frame from the client (a `FlightData`'s `app_metadata`).
@@ -184,6 +188,25 @@ pub enum Frame {
         /// encoded columns, ascending
         encoded: Vec<usize>,
     },
+    /// Fragment `fragment` as CSV text for the server to parse (`auto`, where the server has
+    /// CPU to spare): whole records of file `file` (index into [`Hello::files`]), `byte`
+    /// bytes and `lines` line ends into it, parsed with [`Hello::dialect`] (no header);
+    /// LZ4-compressed (block format with the length prepended) when `lz4`. It belongs to
+    /// no partition: it has no encoded column.
+    Text {
+        /// fragment number
+        fragment: u64,
+        /// the file (index into [`Hello::files`])
+        file: u64,
+        /// offset of the text in the file
+        byte: u64,
+        /// line ends in the file before the text
+        lines: u64,
+        /// uncompressed length
+        len: u64,
+        /// the payload is LZ4-compressed
+        lz4: bool,
+    },
     /// Bytes `offset..offset + len` of the push's input (`seq`: the files one after
     /// another), all of them of file `file`; LZ4-compressed (block format with the length
     /// prepended) when `lz4`. A file's bytes come in order, and the files in order.
@@ -200,9 +223,9 @@ pub enum Frame {
     },
     /// The end of the push: what was sent, for the server to check.
     End {
-        /// fragments sent
+        /// fragments sent (text ones included)
         fragments: u64,
-        /// rows sent
+        /// rows sent in fragment frames (the server counts the rows of text ones)
         rows: u64,
         /// file bytes the fragments (or raw frames) came from
         bytes: u64,
@@ -335,6 +358,14 @@ mod tests {
                 fragment: 7,
                 rows: 100,
                 encoded: vec![1, 4],
+            },
+            Frame::Text {
+                fragment: 8,
+                file: 1,
+                byte: 10,
+                lines: 2,
+                len: 30,
+                lz4: false,
             },
             Frame::Raw {
                 file: 1,

@@ -101,6 +101,10 @@ pub struct PushArgs {
     /// LZ4 on the payloads.
     #[arg(long)]
     pub lz4: bool,
+    /// `auto`: send this share of the windows (0 to 1) as CSV text for the server to parse,
+    /// instead of letting `auto` move the share by what it measures.
+    #[arg(long, value_name = "SHARE", value_parser = share)]
+    pub text_share: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -181,6 +185,14 @@ pub struct TableArg {
     pub name: String,
     /// The CSV file.
     pub path: PathBuf,
+}
+
+/// A share from 0 to 1.
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a share from 0 to 1")),
+    }
 }
 
 fn parse_compression(s: &str) -> Result<wireload_storage::Compression, String> {
@@ -361,6 +373,9 @@ pub struct BenchSharedArgs {
     /// Also run each push mode (not pipe) with LZ4 payloads.
     #[arg(long)]
     pub lz4: bool,
+    /// `auto` with this share of its windows sent as text, fixed (push's `--text-share`).
+    #[arg(long, value_name = "SHARE", value_parser = share)]
+    pub text_share: Option<f64>,
     /// Runs of every mode; figures are medians.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,

@@ -33,6 +33,8 @@ pub fn run(args: &PushArgs, threads: usize) -> Result<()> {
             "server_steps": steps(&report.server_steps),
             "encoded_fragment_columns": report.encoded_columns.0,
             "encodable_fragment_columns": report.encoded_columns.1,
+            "text_fragments": report.text.0,
+            "text_bytes": report.text.1,
         });
         println!("{doc}");
     } else {
@@ -99,6 +101,7 @@ pub fn execute(args: &PushArgs, threads: usize) -> Result<PushReport> {
         threads,
         bandwidth: args.bandwidth,
         lz4: args.lz4,
+        text_share: args.text_share,
         ..defaults
     };
     Ok(push(&args.files, &opts)?)

@@ -53,6 +53,8 @@ struct Run {
     q1_p999_ms: Option<f64>,
     q2_p999_ms: Option<f64>,
     encoded: f64,
+    /// the share of the file's bytes sent as text (`auto`)
+    text: f64,
     /// CPU seconds per step, as the push reports them
     client_steps: BTreeMap<String, f64>,
     server_steps: BTreeMap<String, f64>,
@@ -149,6 +151,7 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 "server_beside_queries_cpu_s": med(&|r| Some(r.server_beside_queries_cpu_s)),
                 "client_cpu_s": med(&|r| Some(r.client_cpu_s)),
                 "encoded_column_share": med(&|r| Some(r.encoded)),
+                "text_share": med(&|r| Some(r.text)),
                 "q1_p999_ms": med(&|r| r.q1_p999_ms),
                 "q2_p999_ms": med(&|r| r.q2_p999_ms),
                 "client_steps": median_steps(rs, |r| &r.client_steps),
@@ -165,6 +168,7 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "runs": args.runs.max(1),
         "cpus": { "server": args.server_cpu, "client": args.client_cpu },
         "load_nice": args.load_nice,
+        "text_share": args.text_share,
         "queries_alone": args.queries.then(|| serde_json::json!({
             "seconds": QUERIES_ALONE_SECONDS,
             "q1_p999_ms": median(alone.iter().filter_map(|a| a.0).collect()),
@@ -256,6 +260,7 @@ fn lineitem_for_queries(args: &BenchSharedArgs, exe: &Path, file: &Path) -> Resu
         queries: false,
         modes: Vec::new(),
         lz4: false,
+        text_share: None,
         runs: 1,
         server_cpu: args.server_cpu,
         client_cpu: args.client_cpu,
@@ -435,6 +440,9 @@ fn one_load(
     if lz4 {
         cmd.arg("--lz4");
     }
+    if let (Mode::Auto, Some(share)) = (mode, args.text_share) {
+        cmd.arg("--text-share").arg(share.to_string());
+    }
     let out = cmd.output().context("running wireload push")?;
     let server_cpu_s = process_cpu(server.child.id()) - cpu0;
     let queries_cpu_s = query_runtime_cpu(server.child.id()) - queries_cpu0;
@@ -465,6 +473,7 @@ fn one_load(
         q1_p999_ms: p999(q1),
         q2_p999_ms: p999(q2),
         encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
+        text: num("text_bytes") / num("file_bytes").max(1.0),
         client_steps: steps_of(&report["client_steps"]),
         server_steps: steps_of(&report["server_steps"]),
     })

@@ -189,7 +189,8 @@ fn every_mode_loads_what_a_local_copy_loads() {
     let (wide_cols, wide_text) = wide(30_000);
     let wide_csv = dir.path().join("wide.csv");
     std::fs::write(&wide_csv, &wide_text).unwrap();
-    let modes = ["all", "size", "none", "auto", "seq", "pipe"];
+    // "text" and "half": auto sending every window or every other one as text
+    let modes = ["all", "size", "none", "auto", "seq", "pipe", "text", "half"];
     let mut init = String::new();
     for (name, cols, file, delim) in [
         ("li", LINEITEM.to_string(), &lineitem, "|"),
@@ -223,7 +224,11 @@ fn every_mode_loads_what_a_local_copy_loads() {
         let expected_columns = columns(&format!("{name}_ref"));
         for m in modes.iter().chain(&["lz4"]) {
             let table = format!("{name}_{m}");
-            let mode = if *m == "lz4" { "size" } else { m };
+            let mode = match *m {
+                "lz4" => "size",
+                "text" | "half" => "auto",
+                m => m,
+            };
             // small fragments and partitions: several of each
             let mut args = vec![
                 "--table",
@@ -241,6 +246,11 @@ fn every_mode_loads_what_a_local_copy_loads() {
             if *m == "lz4" {
                 args.push("--lz4");
             }
+            match *m {
+                "text" => args.extend(["--text-share", "1", "--lz4"]),
+                "half" => args.extend(["--text-share", "0.5"]),
+                _ => {}
+            }
             args.push(file.to_str().unwrap());
             let report: serde_json::Value =
                 serde_json::from_str(&ok(&push(&server, &args))).unwrap();
@@ -255,9 +265,24 @@ fn every_mode_loads_what_a_local_copy_loads() {
                 "{table} differs from a local load"
             );
             assert_eq!(columns(&table), expected_columns, "{table}'s storage");
-            if ["all", "size", "none", "auto"].contains(m) {
+            if ["all", "size", "none", "auto", "text", "half"].contains(m) {
                 assert!(report["bytes_sent"].as_u64().unwrap() > 0, "{report}");
                 assert!(report["server_cpu_s"].as_f64().unwrap() > 0.0, "{report}");
+            }
+            // the windows sent as text: all of them, or about every other one
+            let windows = report["text_fragments"].as_u64().unwrap();
+            match *m {
+                "text" => {
+                    assert!(windows >= 2, "{report}");
+                    assert_eq!(
+                        report["text_bytes"].as_u64(),
+                        report["file_bytes"].as_u64(),
+                        "{report}"
+                    );
+                }
+                "half" => assert!(windows >= 1, "{report}"),
+                "auto" => {}
+                _ => assert_eq!(windows, 0, "{report}"),
             }
             if *m == "all" {
                 assert_eq!(
@@ -305,15 +330,14 @@ fn bad_input_is_named_on_the_client_and_loads_nothing() {
     )
     .unwrap();
     let server = serve(&init);
-    for mode in ["all", "size", "none", "seq", "pipe"] {
-        let args = [
-            "--table",
-            "t",
-            "--mode",
-            mode,
-            good.to_str().unwrap(),
-            bad.to_str().unwrap(),
-        ];
+    // "text": auto sending every window as text, the server finding the bad value
+    for mode in ["all", "size", "none", "seq", "pipe", "text"] {
+        let mut args = vec!["--table", "t"];
+        match mode {
+            "text" => args.extend(["--mode", "auto", "--text-share", "1"]),
+            m => args.extend(["--mode", m]),
+        }
+        args.extend([good.to_str().unwrap(), bad.to_str().unwrap()]);
         let out = push(&server, &args);
         assert!(!out.status.success(), "{mode}: a bad file loaded");
         let err = String::from_utf8_lossy(&out.stderr);
