@@ -323,7 +323,8 @@ async fn call(
                 fragments,
                 steps,
                 busy,
-            } => feedback.update(fragments, steps.total(), busy),
+                loading,
+            } => feedback.update(fragments, steps.total(), busy, loading),
             done @ Reply::Done { .. } => last = Some(done),
         }
     }
@@ -337,16 +338,17 @@ async fn call(
 /// The server's latest progress, for `auto`.
 #[derive(Debug, Default)]
 struct Feedback {
-    state: Mutex<(u64, f64, f64)>,
+    state: Mutex<(u64, f64, f64, f64)>,
 }
 
 impl Feedback {
-    fn update(&self, fragments: u64, cpu: f64, busy: f64) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (fragments, cpu, busy);
+    fn update(&self, fragments: u64, cpu: f64, busy: f64, loading: f64) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (fragments, cpu, busy, loading);
     }
 
-    /// (fragments validated, server CPU seconds so far, busy fraction of its CPUs)
-    fn get(&self) -> (u64, f64, f64) {
+    /// (fragments validated, server CPU seconds so far, busy fraction of its CPUs with other
+    /// work, fraction its loads used)
+    fn get(&self) -> (u64, f64, f64, f64) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -1153,20 +1155,21 @@ fn send_in_frames(
 }
 
 /// How far `auto` moves its share of text windows at each adaptation.
-const TEXT_STEP: f64 = 0.1;
+const TEXT_STEP: f64 = 0.05;
 
 /// `auto`'s next share of windows sent as text, from the current one: none while the
-/// server's CPUs are busy with other work (`busy` over a quarter); more while the stages
-/// seldom wait for the socket (`waiting` under a tenth of the time: the client's parse is
-/// the bottleneck, and the server takes frames as fast as they come); less while they wait
-/// for it (over 30%: the link or the server is behind).
-fn text_share(share: f64, waiting: f64, busy: f64) -> f64 {
+/// server's CPUs are busy with other work (`busy` over a quarter); less while the stages
+/// wait for the socket (over 30% of the time: the link or the server is behind) or the
+/// server's loads use nearly all its CPUs (`loading` over 90%: the server's buffers would
+/// fill); more while the stages seldom wait for the socket (under a tenth of the time: the
+/// client's parse is the bottleneck) and the server's loads leave a fifth of its CPUs idle.
+fn text_share(share: f64, waiting: f64, busy: f64, loading: f64) -> f64 {
     if busy > 0.25 {
         0.0
-    } else if waiting < 0.1 {
-        (share + TEXT_STEP).min(1.0)
-    } else if waiting > 0.3 {
+    } else if waiting > 0.3 || loading > 0.9 {
         (share - TEXT_STEP).max(0.0)
+    } else if waiting < 0.1 && loading < 0.8 {
+        (share + TEXT_STEP).min(1.0)
     } else {
         share
     }
@@ -1338,7 +1341,7 @@ impl Decider {
         let shrink = ((payload - self.payload_at.0) as f64 / (plain - self.payload_at.1) as f64)
             .clamp(0.01, 1.0);
         self.payload_at = (payload, plain);
-        let (_, server_cpu, busy) = feedback.get();
+        let (_, server_cpu, busy, loading) = feedback.get();
         // what a byte sent costs the network thread (its names are cut to 15 bytes)
         self.measure_per_byte(sent, || named_threads_cpu_seconds(None, &NET_THREADS[..15]));
         // cores the server's loading used meanwhile
@@ -1373,8 +1376,9 @@ impl Decider {
         } else {
             Mode::None
         };
-        if let Some(gate) = &self.text {
-            gate.set(text_share(gate.share(), waiting, busy));
+        // text moves only once the first partition has measured the columns
+        if let Some(gate) = self.text.as_ref().filter(|_| self.costs.is_some()) {
+            gate.set(text_share(gate.share(), waiting, busy, loading));
         }
     }
 
@@ -1605,16 +1609,20 @@ mod tests {
     #[test]
     fn the_text_share_follows_the_bottleneck_and_spreads_over_the_windows() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        // the client behind (its stages seldom wait for the socket): more text
-        assert!(close(text_share(0.0, 0.05, 0.0), TEXT_STEP));
-        assert!(close(text_share(0.95, 0.0, 0.0), 1.0));
+        // the client behind (its stages seldom wait for the socket), the server with CPU to
+        // spare: more text
+        assert!(close(text_share(0.0, 0.05, 0.0, 0.5), TEXT_STEP));
+        assert!(close(text_share(0.98, 0.0, 0.0, 0.5), 1.0));
         // the link or the server behind: less
-        assert!(close(text_share(0.5, 0.6, 0.0), 0.5 - TEXT_STEP));
-        assert!(close(text_share(0.05, 0.9, 0.0), 0.0));
+        assert!(close(text_share(0.5, 0.6, 0.0, 0.5), 0.5 - TEXT_STEP));
+        assert!(close(text_share(0.03, 0.9, 0.0, 0.5), 0.0));
+        // the server's loads using nearly all its CPUs, its buffers not yet full: less
+        assert!(close(text_share(0.5, 0.0, 0.0, 0.95), 0.5 - TEXT_STEP));
         // in between: as it is
-        assert!(close(text_share(0.5, 0.2, 0.0), 0.5));
+        assert!(close(text_share(0.5, 0.2, 0.0, 0.5), 0.5));
+        assert!(close(text_share(0.5, 0.0, 0.0, 0.85), 0.5));
         // a server busy with queries gets none
-        assert!(close(text_share(0.8, 0.0, 0.3), 0.0));
+        assert!(close(text_share(0.8, 0.0, 0.3, 0.2), 0.0));
         let taken = |share: f64| {
             let gate = TextGate::default();
             gate.set(share);

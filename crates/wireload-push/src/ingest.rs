@@ -196,7 +196,7 @@ fn ingest_fragments(
     // the load threads' CPU when the busy fraction was last measured, and when; the
     // fraction then (measured over BUSY_WINDOW at least: /proc/stat counts 10 ms ticks)
     let mut last_report = (crate::account::load_threads_cpu_seconds(), Instant::now());
-    let mut busy = 0.0f64;
+    let (mut busy, mut loading) = (0.0f64, 0.0f64);
     let run = appender.run(ctl, None, threads, |appender| {
         let mut all: Vec<Arc<ClientDictionary>> = Vec::new();
         let mut current: HashMap<usize, Arc<ClientDictionary>> = HashMap::new();
@@ -455,11 +455,13 @@ fn ingest_fragments(
                         let own = (loads - last_report.0) / (span * load.cpus() as f64);
                         last_report = (loads, Instant::now());
                         busy = (load.sample() - own).max(0.0);
+                        loading = own.min(1.0);
                     }
                     progress(Reply::Progress {
                         fragments: shared.validated.load(Relaxed),
                         steps,
                         busy,
+                        loading,
                     });
                 }
             }

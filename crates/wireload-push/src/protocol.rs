@@ -274,6 +274,9 @@ pub enum Reply {
         steps: Steps,
         /// fraction of the server's CPUs busy lately with other work than loads
         busy: f64,
+        /// fraction of the server's CPUs its loads used lately (this push's and others')
+        #[serde(default)]
+        loading: f64,
     },
     /// The load was published.
     Done {
