@@ -386,6 +386,87 @@ fn bad_input_is_named_on_the_client_and_loads_nothing() {
 }
 
 #[test]
+fn text_fragments_of_files_with_a_header_load_alike_and_name_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    // records of two lines each (a quoted line break): windows are cut between records
+    let records = |from: usize, n: usize| {
+        (from..from + n)
+            .map(|i| format!("{i},\"name {}\nline two\",{i}.5\n", i % 97))
+            .collect::<String>()
+    };
+    let header = "id,name,x\n";
+    let (a, b, bad) = (
+        dir.path().join("a.csv"),
+        dir.path().join("b.csv"),
+        dir.path().join("bad.csv"),
+    );
+    std::fs::write(&a, format!("{header}{}", records(0, 150_000))).unwrap();
+    let b_text = format!("{header}{}", records(150_000, 150_000));
+    std::fs::write(&b, &b_text).unwrap();
+    // the bad record is the file's last: after the header's line and two per record
+    std::fs::write(&bad, format!("{b_text}oops,\"x\",1\n")).unwrap();
+    let (bad_line, bad_byte) = (1 + 2 * 150_000 + 1, b_text.len());
+    let cols = "id INT NOT NULL, name TEXT, x DOUBLE";
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        format!(
+            "CREATE TABLE r ({cols}) WITH (COMPRESSION = dictionary);\n\
+             COPY r FROM '{}' WITH (FORMAT csv, HEADER true);\n\
+             COPY r FROM '{}' WITH (FORMAT csv, HEADER true);\n\
+             CREATE TABLE t ({cols}) WITH (COMPRESSION = dictionary);\n",
+            a.display(),
+            b.display()
+        ),
+    )
+    .unwrap();
+    let server = serve(&init);
+    let args = |second: &Path| {
+        vec![
+            "--table".to_string(),
+            "t".into(),
+            "--mode".into(),
+            "auto".into(),
+            "--text-share".into(),
+            "1".into(),
+            "--header".into(),
+            "--chunk-mib".into(),
+            "1".into(),
+            "--json".into(),
+            a.display().to_string(),
+            second.display().to_string(),
+        ]
+    };
+    let bad_args = args(&bad);
+    let out = push(
+        &server,
+        &bad_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(!out.status.success(), "a bad file loaded");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.csv")
+            && err.contains(&format!("line {bad_line}"))
+            && err.contains(&format!("byte {bad_byte}"))
+            && err.contains("oops"),
+        "{err}"
+    );
+    assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "0");
+    let good_args = args(&b);
+    let report: serde_json::Value = serde_json::from_str(&ok(&push(
+        &server,
+        &good_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )))
+    .unwrap();
+    assert!(report["text_fragments"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(report["rows"], 300_000, "{report}");
+    assert!(
+        psql(&server, "SELECT * FROM t") == psql(&server, "SELECT * FROM r"),
+        "the text push differs from local loads"
+    );
+}
+
+#[test]
 fn two_clients_at_once_give_the_union_and_a_killed_one_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
