@@ -633,19 +633,16 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
         body[..4].copy_from_slice(&(1u32 << 30).to_le_bytes());
         body
     };
-    let lz4_frame = |body: Vec<u8>| {
-        (
-            Frame::Text {
-                fragment: 0,
-                file: 0,
-                byte: 0,
-                lines: 0,
-                len: 6,
-                lz4: true,
-            },
-            body,
-        )
+    // the header of fragment 0, the start of file 0, saying `len` bytes
+    let text_header = |len: u64, lz4: bool| Frame::Text {
+        fragment: 0,
+        file: 0,
+        byte: 0,
+        lines: 0,
+        len,
+        lz4,
     };
+    let lz4_frame = |body: Vec<u8>| (text_header(6, true), body);
     let cases: Vec<(&str, Hello, Frames, &str)> = vec![
         (
             "a text without the files' dialect",
@@ -668,20 +665,7 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
         (
             "a text longer than it says",
             ab.clone(),
-            vec![
-                (
-                    Frame::Text {
-                        fragment: 0,
-                        file: 0,
-                        byte: 0,
-                        lines: 0,
-                        len: 3,
-                        lz4: false,
-                    },
-                    b"1,a,1\n".to_vec(),
-                ),
-                end(1, 0),
-            ],
+            vec![(text_header(3, false), b"1,a,1\n".to_vec()), end(1, 0)],
             "said 3 bytes, 6 arrived",
         ),
         (
@@ -699,17 +683,7 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
         (
             "a text that says it is huge",
             ab.clone(),
-            vec![(
-                Frame::Text {
-                    fragment: 0,
-                    file: 0,
-                    byte: 0,
-                    lines: 0,
-                    len: 1 << 40,
-                    lz4: false,
-                },
-                b"1,a,1\n".to_vec(),
-            )],
+            vec![(text_header(1 << 40, false), b"1,a,1\n".to_vec())],
             "bytes (1 to",
         ),
         (

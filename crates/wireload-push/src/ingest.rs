@@ -272,17 +272,7 @@ fn ingest_fragments(
                         rows: n,
                         encoded,
                     } => advance(&mut partition, p, &mut current).and_then(|()| {
-                        if !pieces.is_empty() {
-                            return Err(PushError::Protocol(
-                                "a fragment before the last piece of a dictionary".into(),
-                            ));
-                        }
-                        if fragment != next_fragment {
-                            return Err(PushError::Protocol(format!(
-                                "fragment {fragment} arrived where fragment {next_fragment} \
-                                 was expected"
-                            )));
-                        }
+                        in_order("fragment", !pieces.is_empty(), fragment, next_fragment)?;
                         let dictionaries = encoded
                             .iter()
                             .enumerate()
@@ -353,17 +343,7 @@ fn ingest_fragments(
                         len,
                         lz4,
                     } => (|| {
-                        if !pieces.is_empty() {
-                            return Err(PushError::Protocol(
-                                "a text fragment before the last piece of a dictionary".into(),
-                            ));
-                        }
-                        if fragment != next_fragment {
-                            return Err(PushError::Protocol(format!(
-                                "fragment {fragment} arrived where fragment {next_fragment} \
-                                 was expected"
-                            )));
-                        }
+                        in_order("text fragment", !pieces.is_empty(), fragment, next_fragment)?;
                         let dialect = dialect.as_ref().ok_or_else(|| {
                             PushError::Protocol(
                                 "a text fragment in a push without the files' CSV dialect".into(),
@@ -520,6 +500,22 @@ fn ingest_fragments(
         seconds: started.elapsed().as_secs_f64(),
         steps,
     })
+}
+
+/// A `what` (a fragment or a text fragment) numbered `fragment` may come now: no dictionary
+/// is half sent (`dictionary_open`) and `next` is its number.
+fn in_order(what: &str, dictionary_open: bool, fragment: u64, next: u64) -> Result<(), PushError> {
+    if dictionary_open {
+        return Err(PushError::Protocol(format!(
+            "a {what} before the last piece of a dictionary"
+        )));
+    }
+    if fragment != next {
+        return Err(PushError::Protocol(format!(
+            "fragment {fragment} arrived where fragment {next} was expected"
+        )));
+    }
+    Ok(())
 }
 
 /// Waits until fewer than two fragments per thread are in flight, and takes a place.
