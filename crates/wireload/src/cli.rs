@@ -341,7 +341,7 @@ pub enum BenchCommand {
 }
 
 /// Flags of `wireload bench shared`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct BenchSharedArgs {
     /// lineitem (TPC-H) or wide (the warehouse-like table of bench/widegen.py).
     #[arg(long, default_value = "lineitem")]
