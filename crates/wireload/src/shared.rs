@@ -106,7 +106,9 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
             queries: false,
             ..args.clone()
         };
-        let r = one_load(&rt, &warm, &exe, &server, &file, name, delimiter, mode, false)?;
+        let r = one_load(
+            &rt, &warm, &exe, &server, &file, name, delimiter, mode, false,
+        )?;
         eprintln!(
             "warm-up ({}, not counted): {:.1} MB/s, server CPU {:.2} s",
             mode.paper_name(),
