@@ -102,6 +102,12 @@ impl Server {
 
     /// Sends `frames` as one push that `hello` opens.
     fn push_as(&self, hello: Hello, frames: Vec<(Frame, Vec<u8>)>) -> Result<Reply, String> {
+        let raw = frames.into_iter().map(|(h, b)| (to_json(&h), b)).collect();
+        self.push_raw(hello, raw)
+    }
+
+    /// Sends frames whose headers are given as bytes (JSON or not) as one push.
+    fn push_raw(&self, hello: Hello, frames: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Reply, String> {
         let any = arrow_flight::sql::Any {
             type_url: PUSH_TYPE_URL.into(),
             value: to_json(&hello).into(),
@@ -112,7 +118,7 @@ impl Server {
         }];
         for (header, body) in frames {
             data.push(FlightData {
-                app_metadata: to_json(&header).into(),
+                app_metadata: header.into(),
                 data_body: body.into(),
                 ..FlightData::default()
             });
@@ -780,6 +786,99 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
         .collect();
     assert_eq!(ids, ["1", "2", "3", "10", "11", "12", "4", "5"], "{text}");
     assert!(text.contains("e,f"), "{text}");
+}
+
+#[test]
+fn mutated_pushes_never_crash_the_server_or_load_half() {
+    let server = Server::start(TABLE);
+    let ab = auto_hello("t", &["a.csv", "b.csv"]);
+    // a valid push of each kind: dictionary and fragments; text between fragments
+    let mut with_text = valid();
+    with_text.pop();
+    with_text.insert(
+        2,
+        text_frame(1, 0, 0, 0, b"10,dan,1.5\n11,,2.5\n12,\"e,f\",3\n"),
+    );
+    if let Frame::Fragment { fragment, .. } = &mut with_text[3].0 {
+        *fragment = 2;
+    }
+    with_text.push(end(3, 5));
+    let bases: Vec<Vec<(Vec<u8>, Vec<u8>)>> = [valid(), with_text]
+        .into_iter()
+        .map(|frames| frames.into_iter().map(|(h, b)| (to_json(&h), b)).collect())
+        .collect();
+    // xorshift64: the same cases every run
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for case in 0..300 {
+        let mut frames = bases[case % 2].clone();
+        for _ in 0..1 + next(3) {
+            let f = next(frames.len());
+            match next(6) {
+                // a byte of a payload or a header changed
+                0 | 1 => {
+                    let body = &mut frames[f].1;
+                    if !body.is_empty() {
+                        let at = next(body.len());
+                        body[at] ^= 1 << next(8);
+                    }
+                }
+                2 => {
+                    let header = &mut frames[f].0;
+                    let at = next(header.len());
+                    header[at] = b"0123456789-,:{}\"x "[next(18)];
+                }
+                // a payload cut short
+                3 => {
+                    let body = &mut frames[f].1;
+                    let keep = next(body.len() + 1);
+                    body.truncate(keep);
+                }
+                // a frame dropped or sent twice
+                4 => {
+                    frames.remove(f);
+                }
+                _ => {
+                    let again = frames[f].clone();
+                    frames.insert(f, again);
+                }
+            }
+            if frames.is_empty() {
+                break;
+            }
+        }
+        let before = server.count();
+        let hello = if case % 2 == 0 {
+            hello(Mode::All)
+        } else {
+            ab.clone()
+        };
+        match server.push_raw(hello, frames) {
+            Ok(Reply::Done { rows, .. }) => {
+                accepted += 1;
+                assert_eq!(server.count(), before + rows as i64, "case {case}");
+            }
+            Ok(other) => panic!("case {case}: the last reply is {other:?}"),
+            Err(e) => {
+                refused += 1;
+                // a panicking push task ends the call without a reply
+                assert!(e != "no reply" && !e.contains("panic"), "case {case}: {e}");
+                assert_eq!(server.count(), before, "case {case}: {e}");
+            }
+        }
+    }
+    assert!(refused > 200, "{refused} of 300 mutated pushes refused");
+    // the server still loads a good push
+    match server.push(Mode::All, valid()) {
+        Ok(Reply::Done { rows, .. }) => assert_eq!(rows, 5),
+        other => panic!("{other:?} ({accepted} mutated pushes accepted)"),
+    }
 }
 
 /// Days from 1970-01-01 of `text` as a CSV load reads a DATE.

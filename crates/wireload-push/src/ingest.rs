@@ -299,6 +299,7 @@ fn ingest_fragments(
                         wait_for_room(&shared, threads);
                         let shared = &shared;
                         scope.spawn(move |_| {
+                            let _place = InFlight(shared);
                             let t0 = thread_cpu_seconds();
                             if !shared.failed.load(Relaxed) {
                                 let unit = fragment_batch(
@@ -331,7 +332,6 @@ fn ingest_fragments(
                             shared
                                 .validate_ns
                                 .fetch_add(((thread_cpu_seconds() - t0) * 1e9) as u64, Relaxed);
-                            done_one(shared);
                         });
                         Ok(())
                     }),
@@ -370,6 +370,7 @@ fn ingest_fragments(
                         wait_for_room(&shared, threads);
                         let shared = &shared;
                         scope.spawn(move |_| {
+                            let _place = InFlight(shared);
                             let t0 = thread_cpu_seconds();
                             if !shared.failed.load(Relaxed) {
                                 let text = Text {
@@ -394,7 +395,6 @@ fn ingest_fragments(
                             shared
                                 .parse_ns
                                 .fetch_add(((thread_cpu_seconds() - t0) * 1e9) as u64, Relaxed);
-                            done_one(shared);
                         });
                         Ok(())
                     })(),
@@ -527,11 +527,17 @@ fn wait_for_room(shared: &Shared<'_>, threads: usize) {
     *busy += 1;
 }
 
-/// A fragment is done: its place in flight is free.
-fn done_one(shared: &Shared<'_>) {
-    shared.validated.fetch_add(1, Relaxed);
-    *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-    shared.freed.notify_one();
+/// A fragment's place in flight, freed when dropped: also when its task panics, so the
+/// frames' loop never waits for a place that no task will free.
+struct InFlight<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for InFlight<'_, '_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        shared.validated.fetch_add(1, Relaxed);
+        *shared.in_flight.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        shared.freed.notify_one();
+    }
 }
 
 /// The most bytes a text fragment may hold.

@@ -11,14 +11,14 @@
 //! columns travel as their codes (UInt8/16/32) into the dictionary frame of the same
 //! partition and column.
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
+use arrow::buffer::Buffer;
 use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
 use arrow_ipc::CompressionType;
-use arrow_ipc::reader::StreamReader;
+use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use serde::{Deserialize, Serialize};
 use wireload_types::SqlType;
@@ -309,20 +309,99 @@ pub fn encode_batch(batch: &RecordBatch, lz4: bool) -> Result<Vec<u8>, PushError
 }
 
 /// Decodes a payload of [`encode_batch`]: exactly one record batch, validated (the IPC
-/// reader builds every array with full validation: offsets, lengths, UTF-8).
+/// reader builds every array with full validation: offsets, lengths, UTF-8). The payload is
+/// decoded from memory, message by message, so lengths it states are never allocated
+/// before the bytes are there (arrow's `StreamReader` allocates a message's stated body
+/// length up front: a forged one aborts the process). A payload the decoder panics on
+/// (arrow-ipc 59 asserts some buffer lengths instead of checking them: a validity buffer
+/// shorter than its array, a buffer past the body) is refused like any other malformed one.
 pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
     let bad = |e: String| PushError::Protocol(format!("malformed IPC payload: {e}"));
-    let mut reader =
-        StreamReader::try_new(Cursor::new(payload), None).map_err(|e| bad(e.to_string()))?;
-    let batch = match reader.next() {
-        Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(bad(e.to_string())),
-        None => return Err(bad("no record batch".into())),
+    check_stated_lengths(payload).map_err(bad)?;
+    // unwind safe: the closure only reads the payload, which a panic leaves as it was
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut decoder = StreamDecoder::new();
+        let mut buffer = Buffer::from(payload);
+        let mut batches = Vec::with_capacity(1);
+        while let Some(batch) = decoder
+            .decode(&mut buffer)
+            .map_err(|e| bad(e.to_string()))?
+        {
+            batches.push(batch);
+        }
+        decoder.finish().map_err(|e| bad(e.to_string()))?;
+        match batches.len() {
+            1 => Ok(batches.pop().expect("one batch")),
+            0 => Err(bad("no record batch".into())),
+            _ => Err(bad("more than one record batch".into())),
+        }
+    }));
+    decoded.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("the decoder failed");
+        Err(bad(what.to_string()))
+    })
+}
+
+/// The most bytes the compressed buffers of one payload may say they hold uncompressed.
+const MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// Checks the lengths an IPC stream states before arrow acts on them: every message and
+/// body lies inside `payload`, every buffer inside its body, and the uncompressed lengths
+/// compressed buffers state (arrow allocates them before decompressing: a forged one
+/// aborts the process) add up to at most [`MAX_DECOMPRESSED`].
+fn check_stated_lengths(payload: &[u8]) -> Result<(), String> {
+    let word = |at: usize| -> Option<i32> {
+        let b = payload.get(at..at + 4)?;
+        Some(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    if reader.next().is_some() {
-        return Err(bad("more than one record batch".into()));
+    let (mut at, mut decompressed) = (0usize, 0u64);
+    while let Some(mut len) = word(at) {
+        at += 4;
+        if len == -1 {
+            // the continuation marker; the length follows
+            len = word(at).ok_or("a message cut after its marker")?;
+            at += 4;
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let meta = usize::try_from(len)
+            .ok()
+            .and_then(|n| payload.get(at..at.checked_add(n)?))
+            .ok_or("a message longer than the payload")?;
+        let message = arrow_ipc::root_as_message(meta).map_err(|e| format!("a message: {e}"))?;
+        at += meta.len();
+        let body = usize::try_from(message.bodyLength())
+            .ok()
+            .and_then(|n| payload.get(at..at.checked_add(n)?))
+            .ok_or("a message body longer than the payload")?;
+        at += body.len();
+        let Some(batch) = message.header_as_record_batch() else {
+            continue;
+        };
+        let compressed = batch.compression().is_some();
+        for buffer in batch.buffers().into_iter().flatten() {
+            let bytes = usize::try_from(buffer.offset())
+                .ok()
+                .zip(usize::try_from(buffer.length()).ok())
+                .and_then(|(o, n)| body.get(o..o.checked_add(n)?))
+                .ok_or("a buffer outside its message body")?;
+            if let (true, Some(b)) = (compressed, bytes.get(..8)) {
+                let stated = i64::from_le_bytes(b.try_into().expect("8 bytes"));
+                decompressed = decompressed.saturating_add(u64::try_from(stated).unwrap_or(0));
+                if decompressed > MAX_DECOMPRESSED {
+                    return Err(format!(
+                        "compressed buffers that say they hold over {MAX_DECOMPRESSED} bytes"
+                    ));
+                }
+            }
+        }
     }
-    Ok(batch)
+    Ok(())
 }
 
 /// A one-column batch of `values` named `name` (a dictionary frame's payload).
@@ -397,6 +476,41 @@ mod tests {
             }
         );
         assert_eq!("SL_S".parse::<Mode>().unwrap(), Mode::Size);
+    }
+
+    /// arrow-ipc 59 panics on some malformed payloads (a validity buffer shorter than its
+    /// array, a buffer past the body's end) where it should return an error; found by the
+    /// mutated pushes of `wireload-flight`'s tests, which hung a push: its fragment task
+    /// panicked and never freed its place in flight.
+    #[test]
+    fn payloads_the_ipc_reader_panics_on_are_refused() {
+        let batch = RecordBatch::try_from_iter([
+            (
+                "a",
+                Arc::new(Int32Array::from(vec![Some(1), None, Some(3)])) as ArrayRef,
+            ),
+            (
+                "b",
+                Arc::new(StringArray::from(vec![Some("x"), None, Some("zzz")])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let mut panicked = 0;
+        for bytes in [false, true].map(|lz4| encode_batch(&batch, lz4).unwrap()) {
+            for at in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut forged = bytes.clone();
+                    forged[at] ^= 1 << bit;
+                    // Ok (a flip that keeps the batch valid) or a refusal, never a panic
+                    if let Err(e) = decode_batch(&forged) {
+                        let e = e.to_string();
+                        assert!(e.contains("malformed IPC payload"), "{e}");
+                        panicked += usize::from(e.contains("Buffer") || e.contains("buffer not"));
+                    }
+                }
+            }
+        }
+        assert!(panicked > 0, "no flip reached the reader's panics");
     }
 
     #[test]
