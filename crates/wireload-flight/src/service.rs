@@ -487,9 +487,23 @@ async fn run_text(session: &Database, sql: &str, ctl: &LoadControl) -> Result<()
 async fn read_batches(
     request: Request<PeekableFlightDataStream>,
 ) -> Result<(Option<SchemaRef>, Vec<RecordBatch>), Status> {
+    // the lengths each message states are checked before arrow allocates by them
+    let mut decompressed = 0u64;
     let data = request
         .into_inner()
-        .map_err(arrow_flight::error::FlightError::from);
+        .map_err(arrow_flight::error::FlightError::from)
+        .map(move |d| {
+            let d = d?;
+            wireload_push::protocol::check_ipc_message(
+                &d.data_header,
+                &d.data_body,
+                &mut decompressed,
+            )
+            .map_err(|e| {
+                arrow_flight::error::FlightError::DecodeError(format!("malformed IPC message: {e}"))
+            })?;
+            Ok(d)
+        });
     let mut stream = FlightRecordBatchStream::new_from_flight_data(data);
     let mut batches = Vec::new();
     while let Some(batch) = stream.next().await {

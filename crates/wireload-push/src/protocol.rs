@@ -346,13 +346,12 @@ pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
     })
 }
 
-/// The most bytes the compressed buffers of one payload may say they hold uncompressed.
+/// The most bytes the compressed buffers of one payload (or one `DoPut` stream) may say
+/// they hold uncompressed.
 const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// Checks the lengths an IPC stream states before arrow acts on them: every message and
-/// body lies inside `payload`, every buffer inside its body, and the uncompressed lengths
-/// compressed buffers state (arrow allocates them before decompressing: a forged one
-/// aborts the process) add up to at most [`MAX_DECOMPRESSED`].
+/// body lies inside `payload`, and each message passes [`check_ipc_message`].
 fn check_stated_lengths(payload: &[u8]) -> Result<(), String> {
     let word = |at: usize| -> Option<i32> {
         let b = payload.get(at..at + 4)?;
@@ -373,31 +372,48 @@ fn check_stated_lengths(payload: &[u8]) -> Result<(), String> {
             .ok()
             .and_then(|n| payload.get(at..at.checked_add(n)?))
             .ok_or("a message longer than the payload")?;
-        let message = arrow_ipc::root_as_message(meta).map_err(|e| format!("a message: {e}"))?;
         at += meta.len();
-        let body = usize::try_from(message.bodyLength())
+        let stated = arrow_ipc::root_as_message(meta)
+            .map_err(|e| format!("a message: {e}"))?
+            .bodyLength();
+        let body = usize::try_from(stated)
             .ok()
             .and_then(|n| payload.get(at..at.checked_add(n)?))
             .ok_or("a message body longer than the payload")?;
         at += body.len();
-        let Some(batch) = message.header_as_record_batch() else {
-            continue;
-        };
-        let compressed = batch.compression().is_some();
-        for buffer in batch.buffers().into_iter().flatten() {
-            let bytes = usize::try_from(buffer.offset())
-                .ok()
-                .zip(usize::try_from(buffer.length()).ok())
-                .and_then(|(o, n)| body.get(o..o.checked_add(n)?))
-                .ok_or("a buffer outside its message body")?;
-            if let (true, Some(b)) = (compressed, bytes.get(..8)) {
-                let stated = i64::from_le_bytes(b.try_into().expect("8 bytes"));
-                decompressed = decompressed.saturating_add(u64::try_from(stated).unwrap_or(0));
-                if decompressed > MAX_DECOMPRESSED {
-                    return Err(format!(
-                        "compressed buffers that say they hold over {MAX_DECOMPRESSED} bytes"
-                    ));
-                }
+        check_ipc_message(meta, body, &mut decompressed)?;
+    }
+    Ok(())
+}
+
+/// Checks one IPC message (its flatbuffer `meta`, none when empty, and its `body`) before
+/// arrow acts on it:
+/// its record batch's buffers lie inside the body, and the uncompressed lengths its
+/// compressed buffers state (arrow allocates them before decompressing: a forged one aborts
+/// the process) add up, with `decompressed` before, to at most 1 GiB.
+pub fn check_ipc_message(meta: &[u8], body: &[u8], decompressed: &mut u64) -> Result<(), String> {
+    if meta.is_empty() {
+        // no message (a Flight call's first data may carry only its descriptor)
+        return Ok(());
+    }
+    let message = arrow_ipc::root_as_message(meta).map_err(|e| format!("a message: {e}"))?;
+    let Some(batch) = message.header_as_record_batch() else {
+        return Ok(());
+    };
+    let compressed = batch.compression().is_some();
+    for buffer in batch.buffers().into_iter().flatten() {
+        let bytes = usize::try_from(buffer.offset())
+            .ok()
+            .zip(usize::try_from(buffer.length()).ok())
+            .and_then(|(o, n)| body.get(o..o.checked_add(n)?))
+            .ok_or("a buffer outside its message body")?;
+        if let (true, Some(b)) = (compressed, bytes.get(..8)) {
+            let stated = i64::from_le_bytes(b.try_into().expect("8 bytes"));
+            *decompressed = decompressed.saturating_add(u64::try_from(stated).unwrap_or(0));
+            if *decompressed > MAX_DECOMPRESSED {
+                return Err(format!(
+                    "compressed buffers that say they hold over {MAX_DECOMPRESSED} bytes"
+                ));
             }
         }
     }
