@@ -506,6 +506,28 @@ fn forged_pushes_are_refused_and_load_nothing() {
         .unwrap_err();
     assert!(err.contains("10 bytes"), "{err}");
     assert_eq!(server.count(), 0);
+    // a seq push whose LZ4 block says it holds a gigabyte: refused before it is allocated
+    let mut lying = lz4_flex::compress_prepend_size(b"1,a,1\n");
+    lying[..4].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    let err = server
+        .push(
+            Mode::Seq,
+            vec![
+                (
+                    Frame::Raw {
+                        file: 0,
+                        offset: 0,
+                        len: 6,
+                        lz4: true,
+                    },
+                    lying,
+                ),
+                end(0, 0),
+            ],
+        )
+        .unwrap_err();
+    assert!(err.contains("its LZ4 block"), "{err}");
+    assert_eq!(server.count(), 0);
     // seq: bytes of a file the push does not have, and files out of order
     let raw = |file: u64, offset: u64, bytes: &[u8]| {
         (

@@ -27,7 +27,7 @@ use wireload_storage::{Encoding, Partitioning, Table, TableDef};
 use crate::PushError;
 use crate::account::MachineLoad;
 use crate::protocol::{
-    Described, Frame, Hello, Mode, Reply, Steps, WireColumn, decode_batch, from_json,
+    Described, Frame, Hello, Mode, Reply, Steps, WireColumn, WireDialect, decode_batch, from_json,
 };
 
 /// One frame as it arrived: its header (JSON) and payload.
@@ -176,17 +176,12 @@ fn ingest_fragments(
         text_rows: AtomicU64::new(0),
         validated: AtomicU64::new(0),
     };
+    // text fragments are records without a header
     let dialect = hello.dialect.as_ref().map(|d| Dialect {
-        delimiter: d.delimiter,
-        quote: d.quote,
-        escape: d.escape,
         header: false,
-        null: d.null.clone(),
+        ..load_dialect(d)
     });
-    let names: Vec<&str> = match hello.files.as_slice() {
-        [] => vec![hello.file.as_str()],
-        many => many.iter().map(String::as_str).collect(),
-    };
+    let names = file_names(hello);
     let appender = Appender::begin(table, &hello.file, MergeStrategy::Chunk)
         .with_schedule(Schedule::Interleaved)?;
     let work = pool(threads)?;
@@ -540,25 +535,36 @@ impl Drop for InFlight<'_, '_> {
     }
 }
 
-/// The most bytes a text fragment may hold.
+/// The most bytes a text or raw frame may hold.
 pub const MAX_TEXT_BYTES: u64 = 256 << 20;
 
-/// A text frame's records: its payload, decompressed when `lz4`, of `len` bytes (checked
-/// before anything is allocated for them), not empty.
+/// A text frame's records: its payload of `len` bytes ([`frame_bytes`]), not empty.
 fn text_payload(body: &Bytes, len: u64, lz4: bool) -> Result<Bytes, PushError> {
-    if len == 0 || len > MAX_TEXT_BYTES {
+    if len == 0 {
         return Err(PushError::Protocol(format!(
-            "a text fragment of {len} bytes (1 to {MAX_TEXT_BYTES} are taken)"
+            "a text fragment of 0 bytes (1 to {MAX_TEXT_BYTES} are taken)"
+        )));
+    }
+    frame_bytes("a text frame", body, len, lz4)
+}
+
+/// The bytes of a text or raw frame (`what` in errors): its payload, decompressed when
+/// `lz4`, which must be `len` bytes. The length is checked before anything is allocated for
+/// it: at most [`MAX_TEXT_BYTES`], and an LZ4 block's own length (which the decoder
+/// allocates) must be `len`.
+fn frame_bytes(what: &str, body: &Bytes, len: u64, lz4: bool) -> Result<Bytes, PushError> {
+    if len > MAX_TEXT_BYTES {
+        return Err(PushError::Protocol(format!(
+            "{what} of {len} bytes (1 to {MAX_TEXT_BYTES} are taken)"
         )));
     }
     let data = if lz4 {
-        // the block's own length comes first: it must be the frame's
         let said = body
             .get(..4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64);
         if said != Some(len) {
             return Err(PushError::Protocol(format!(
-                "a text frame says {len} bytes, its LZ4 block {said:?}"
+                "{what} says {len} bytes, its LZ4 block {said:?}"
             )));
         }
         let bytes = lz4_flex::decompress_size_prepended(body)
@@ -569,11 +575,30 @@ fn text_payload(body: &Bytes, len: u64, lz4: bool) -> Result<Bytes, PushError> {
     };
     if data.len() as u64 != len {
         return Err(PushError::Protocol(format!(
-            "a text frame said {len} bytes, {} arrived",
+            "{what} said {len} bytes, {} arrived",
             data.len()
         )));
     }
     Ok(data)
+}
+
+/// The load dialect of a push's wire dialect.
+fn load_dialect(d: &WireDialect) -> Dialect {
+    Dialect {
+        delimiter: d.delimiter,
+        quote: d.quote,
+        escape: d.escape,
+        header: d.header,
+        null: d.null.clone(),
+    }
+}
+
+/// The names of a push's files, in order: its `files`, or its one `file`.
+fn file_names(hello: &Hello) -> Vec<&str> {
+    match hello.files.as_slice() {
+        [] => vec![hello.file.as_str()],
+        many => many.iter().map(String::as_str).collect(),
+    }
 }
 
 /// The shortest span the server's busy fraction is measured over, in seconds.
@@ -788,10 +813,7 @@ fn ingest_file(
         .dialect
         .as_ref()
         .ok_or_else(|| PushError::Protocol("a seq push without the file's CSV dialect".into()))?;
-    let names: Vec<&str> = match hello.files.as_slice() {
-        [] => vec![hello.file.as_str()],
-        many => many.iter().map(String::as_str).collect(),
-    };
+    let names = file_names(hello);
     let t0 = thread_cpu_seconds();
     // the bytes of each file that sent any, in file order; the bytes of all of them
     let mut files: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -832,22 +854,13 @@ fn ingest_file(
                     Some(&(current, _)) if current == index => {}
                     _ => files.push((index, Vec::new())),
                 }
-                let data = &mut files.last_mut().expect("the file was just added").1;
-                let before = data.len();
-                if lz4 {
-                    let bytes = lz4_flex::decompress_size_prepended(&frame.body)
-                        .map_err(|e| PushError::Protocol(format!("bad LZ4 block: {e}")))?;
-                    data.extend_from_slice(&bytes);
-                } else {
-                    data.extend_from_slice(&frame.body);
-                }
-                let arrived = (data.len() - before) as u64;
-                if arrived != len {
-                    return Err(PushError::Protocol(format!(
-                        "a raw frame said {len} bytes, {arrived} arrived"
-                    )));
-                }
-                total += arrived;
+                let bytes = frame_bytes("a raw frame", &frame.body, len, lz4)?;
+                files
+                    .last_mut()
+                    .expect("the file was just added")
+                    .1
+                    .extend_from_slice(&bytes);
+                total += len;
             }
             Frame::End { bytes, .. } => {
                 if bytes != total {
@@ -871,13 +884,7 @@ fn ingest_file(
     }
     let transfer = thread_cpu_seconds() - t0;
     let opts = LoadOptions {
-        dialect: Dialect {
-            delimiter: dialect.delimiter,
-            quote: dialect.quote,
-            escape: dialect.escape,
-            header: dialect.header,
-            null: dialect.null.clone(),
-        },
+        dialect: load_dialect(dialect),
         threads: Some(threads),
         ..LoadOptions::default()
     };

@@ -373,15 +373,13 @@ fn check_stated_lengths(payload: &[u8]) -> Result<(), String> {
             .and_then(|n| payload.get(at..at.checked_add(n)?))
             .ok_or("a message longer than the payload")?;
         at += meta.len();
-        let stated = arrow_ipc::root_as_message(meta)
-            .map_err(|e| format!("a message: {e}"))?
-            .bodyLength();
-        let body = usize::try_from(stated)
+        let message = arrow_ipc::root_as_message(meta).map_err(|e| format!("a message: {e}"))?;
+        let body = usize::try_from(message.bodyLength())
             .ok()
             .and_then(|n| payload.get(at..at.checked_add(n)?))
             .ok_or("a message body longer than the payload")?;
         at += body.len();
-        check_ipc_message(meta, body, &mut decompressed)?;
+        check_buffers(message, body, &mut decompressed)?;
     }
     Ok(())
 }
@@ -397,6 +395,15 @@ pub fn check_ipc_message(meta: &[u8], body: &[u8], decompressed: &mut u64) -> Re
         return Ok(());
     }
     let message = arrow_ipc::root_as_message(meta).map_err(|e| format!("a message: {e}"))?;
+    check_buffers(message, body, decompressed)
+}
+
+/// [`check_ipc_message`] of a message already read.
+fn check_buffers(
+    message: arrow_ipc::Message<'_>,
+    body: &[u8],
+    decompressed: &mut u64,
+) -> Result<(), String> {
     let Some(batch) = message.header_as_record_batch() else {
         return Ok(());
     };
