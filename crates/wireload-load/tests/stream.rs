@@ -176,6 +176,12 @@ fn streamed_loads_equal_whole_loads() {
         );
         for (i, block) in [1, 13, 1000, 64 << 10].into_iter().enumerate() {
             let step = rng.random_range(1..5000);
+            if block == 1 && data.len() > 16 << 10 {
+                // a block per byte hands every byte between two threads: on the larger
+                // inputs that took most of this test's 80 s, and the smaller ones cut
+                // every record at every byte already
+                continue;
+            }
             let opts = if i % 2 == 1 { &interleaved } else { &opts };
             let got = load(&streamed(&data, block, step), keyed, partitioning, opts);
             assert_eq!(
