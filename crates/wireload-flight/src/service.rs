@@ -32,7 +32,7 @@ use arrow_flight::{
     Action, BasicAuth, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest,
     HandshakeResponse, IpcMessage, PutResult, SchemaAsIpc, Ticket,
 };
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
 use prost::Message;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
@@ -506,8 +506,21 @@ async fn read_batches(
         });
     let mut stream = FlightRecordBatchStream::new_from_flight_data(data);
     let mut batches = Vec::new();
-    while let Some(batch) = stream.next().await {
-        batches.push(batch.map_err(flight_status)?);
+    loop {
+        // arrow's decoder asserts some lengths instead of checking them: a message it
+        // panics on is refused like any other malformed one (the stream is not polled again)
+        let next = std::panic::AssertUnwindSafe(futures::future::poll_fn(|cx| {
+            wireload_push::protocol::untrusted(|| stream.poll_next_unpin(cx))
+        }))
+        .catch_unwind()
+        .await
+        .map_err(|_| {
+            Status::invalid_argument("malformed IPC message: the Arrow decoder failed on it")
+        })?;
+        match next {
+            Some(batch) => batches.push(batch.map_err(flight_status)?),
+            None => break,
+        }
     }
     Ok((stream.schema().cloned(), batches))
 }

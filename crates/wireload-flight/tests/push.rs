@@ -5,7 +5,8 @@
 //! end frame, raw bytes of files out of order) are refused with an error to the client, and
 //! nothing of the push becomes visible. And the library client against the endpoint:
 //! fragments larger than the server's frame limit are split, `seq` loads several files
-//! with a header each.
+//! with a header each. Flight SQL's bulk ingest (`DoPut`, as ADBC sends it) refuses forged
+//! IPC messages the same way.
 
 use std::sync::Arc;
 
@@ -1132,4 +1133,155 @@ fn seq_loads_several_files_with_a_header_each() {
     let report = client::push(&[a.clone(), b.clone()], &opts).unwrap();
     assert_eq!(report.rows, 5000);
     assert_eq!(table_text(&server, "t"), table_text(&server, "reference"));
+}
+
+/// Sends `data` as a Flight SQL `DoPut` that ingests into table `t` (append); the rows the
+/// server says it appended, or its error.
+fn put_ingest(server: &Server, mut data: Vec<FlightData>) -> Result<i64, String> {
+    use arrow_flight::sql::{
+        CommandStatementIngest, DoPutUpdateResult, ProstMessageExt, TableDefinitionOptions,
+        TableExistsOption, TableNotExistOption,
+    };
+    let command = CommandStatementIngest {
+        table_definition_options: Some(TableDefinitionOptions {
+            if_not_exist: TableNotExistOption::Fail.into(),
+            if_exists: TableExistsOption::Append.into(),
+        }),
+        table: "t".into(),
+        ..CommandStatementIngest::default()
+    };
+    if let Some(first) = data.first_mut() {
+        first.flight_descriptor = Some(FlightDescriptor::new_cmd(command.as_any().encode_to_vec()));
+    }
+    let port = server.port;
+    server.rt.block_on(async move {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+            .map_err(|e| e.to_string())?
+            .connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut client = FlightServiceClient::new(channel);
+        let mut request = tonic::Request::new(futures::stream::iter(data));
+        request.metadata_mut().insert(
+            "authorization",
+            base64_basic(USER, PASSWORD).parse().unwrap(),
+        );
+        let mut replies = client
+            .do_put(request)
+            .await
+            .map_err(|s| s.message().to_string())?
+            .into_inner();
+        let mut rows = None;
+        while let Some(r) = replies.next().await {
+            let r = r.map_err(|s| s.message().to_string())?;
+            rows = Some(
+                DoPutUpdateResult::decode(r.app_metadata)
+                    .map_err(|e| e.to_string())?
+                    .record_count,
+            );
+        }
+        rows.ok_or_else(|| "no reply".to_string())
+    })
+}
+
+#[test]
+fn flight_sql_ingest_refuses_forged_ipc_messages() {
+    use arrow::ipc::CompressionType;
+    use arrow::ipc::writer::IpcWriteOptions;
+    use arrow_flight::encode::FlightDataEncoderBuilder;
+    use futures::TryStreamExt;
+
+    let server = Server::start("CREATE TABLE t (id INT NOT NULL, name VARCHAR(5), x REAL)");
+    let names: Vec<String> = (0..100).map(|i| format!("n{}", i % 7)).collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", arrow::datatypes::DataType::Int32, false),
+            Field::new("name", arrow::datatypes::DataType::Utf8, true),
+            Field::new("x", arrow::datatypes::DataType::Float32, true),
+        ])),
+        vec![
+            ids(&(0..100).collect::<Vec<_>>()),
+            Arc::new(StringArray::from_iter_values(&names)),
+            reals(100),
+        ],
+    )
+    .unwrap();
+    // the schema and the batch as Flight data, plain and with LZ4-compressed buffers
+    let messages = |lz4: bool| -> Vec<FlightData> {
+        let options = IpcWriteOptions::default()
+            .try_with_compression(lz4.then_some(CompressionType::LZ4_FRAME))
+            .unwrap();
+        let encoded = FlightDataEncoderBuilder::new()
+            .with_options(options)
+            .build(futures::stream::iter([Ok(batch.clone())]));
+        let data: Vec<FlightData> = server.rt.block_on(encoded.try_collect()).unwrap();
+        assert_eq!(data.len(), 2, "a schema and a batch");
+        data
+    };
+    for lz4 in [false, true] {
+        assert_eq!(put_ingest(&server, messages(lz4)), Ok(100), "lz4 {lz4}");
+    }
+    let mut expected = 200;
+    assert_eq!(server.count(), expected);
+
+    // a compressed buffer that says it holds 2^40 bytes (arrow allocates that before
+    // decompressing: the process would abort)
+    let mut huge = messages(true);
+    let body = huge[1].data_body.to_vec();
+    let mut forged = body.clone();
+    forged[..8].copy_from_slice(&(1i64 << 40).to_le_bytes());
+    huge[1].data_body = forged.into();
+    let e = put_ingest(&server, huge).unwrap_err();
+    assert!(e.contains("malformed IPC message"), "{e}");
+    // the body cut short: buffers outside it
+    let mut cut = messages(false);
+    cut[1].data_body = cut[1].data_body.slice(..cut[1].data_body.len() / 2);
+    let e = put_ingest(&server, cut).unwrap_err();
+    assert!(e.contains("outside its message body"), "{e}");
+    assert_eq!(server.count(), expected);
+
+    // seeded mutations of either message's header or body (xorshift64: the same every run)
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let mut refused = 0;
+    for case in 0..200 {
+        let mut data = messages(case % 2 == 1);
+        for _ in 0..1 + next(3) {
+            let m = next(2);
+            let bytes = if next(3) == 0 {
+                &mut data[m].data_header
+            } else {
+                &mut data[m].data_body
+            };
+            let mut v = bytes.to_vec();
+            if v.is_empty() {
+                continue;
+            }
+            if next(4) == 0 {
+                v.truncate(next(v.len()));
+            } else {
+                let at = next(v.len());
+                v[at] ^= 1 << next(8);
+            }
+            *bytes = v.into();
+        }
+        match put_ingest(&server, data) {
+            // a changed header may still be a valid message (fewer rows, another type of
+            // message): what the server says it appended is what it appended
+            Ok(rows) => expected += rows,
+            Err(e) => {
+                refused += 1;
+                // a panic ends the call without a reply, or with h2's reset
+                assert!(e != "no reply" && !e.contains("h2"), "case {case}: {e}");
+            }
+        }
+        assert_eq!(server.count(), expected, "case {case}");
+    }
+    assert!(refused > 100, "{refused} of 200 mutated ingests refused");
+    assert_eq!(put_ingest(&server, messages(true)), Ok(100));
 }

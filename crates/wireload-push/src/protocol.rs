@@ -11,6 +11,7 @@
 //! columns travel as their codes (UInt8/16/32) into the dictionary frame of the same
 //! partition and column.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
@@ -320,21 +321,23 @@ pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
     check_stated_lengths(payload).map_err(bad)?;
     // unwind safe: the closure only reads the payload, which a panic leaves as it was
     let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut decoder = StreamDecoder::new();
-        let mut buffer = Buffer::from(payload);
-        let mut batches = Vec::with_capacity(1);
-        while let Some(batch) = decoder
-            .decode(&mut buffer)
-            .map_err(|e| bad(e.to_string()))?
-        {
-            batches.push(batch);
-        }
-        decoder.finish().map_err(|e| bad(e.to_string()))?;
-        match batches.len() {
-            1 => Ok(batches.pop().expect("one batch")),
-            0 => Err(bad("no record batch".into())),
-            _ => Err(bad("more than one record batch".into())),
-        }
+        untrusted(|| {
+            let mut decoder = StreamDecoder::new();
+            let mut buffer = Buffer::from(payload);
+            let mut batches = Vec::with_capacity(1);
+            while let Some(batch) = decoder
+                .decode(&mut buffer)
+                .map_err(|e| bad(e.to_string()))?
+            {
+                batches.push(batch);
+            }
+            decoder.finish().map_err(|e| bad(e.to_string()))?;
+            match batches.len() {
+                1 => Ok(batches.pop().expect("one batch")),
+                0 => Err(bad("no record batch".into())),
+                _ => Err(bad("more than one record batch".into())),
+            }
+        })
     }));
     decoded.unwrap_or_else(|panic| {
         let what = panic
@@ -344,6 +347,31 @@ pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
             .unwrap_or("the decoder failed");
         Err(bad(what.to_string()))
     })
+}
+
+thread_local! {
+    /// This thread is decoding bytes from the network inside a `catch_unwind`.
+    static UNTRUSTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` marked as decoding bytes from the network, whose panics the caller catches and
+/// refuses as malformed input (see [`decoding_untrusted`]).
+pub fn untrusted<T>(f: impl FnOnce() -> T) -> T {
+    /// Clears the mark when `f` returns or unwinds.
+    struct Mark(bool);
+    impl Drop for Mark {
+        fn drop(&mut self) {
+            UNTRUSTED.with(|u| u.set(self.0));
+        }
+    }
+    let _mark = Mark(UNTRUSTED.with(|u| u.replace(true)));
+    f()
+}
+
+/// True inside [`untrusted`] on this thread: a panic hook can report such a panic as the
+/// malformed input it is, in one line, where the default hook would print a crash.
+pub fn decoding_untrusted() -> bool {
+    UNTRUSTED.with(Cell::get)
 }
 
 /// The most bytes the compressed buffers of one payload (or one `DoPut` stream) may say
@@ -534,6 +562,24 @@ mod tests {
             }
         }
         assert!(panicked > 0, "no flip reached the reader's panics");
+    }
+
+    #[test]
+    fn the_untrusted_mark_holds_inside_only_and_survives_a_panic() {
+        assert!(!decoding_untrusted());
+        assert!(untrusted(decoding_untrusted));
+        // nested: the outer mark stays until the outer call ends
+        untrusted(|| {
+            untrusted(|| ());
+            assert!(decoding_untrusted());
+        });
+        assert!(!decoding_untrusted());
+        let unwound = std::panic::catch_unwind(|| untrusted(|| panic!("a forged payload")));
+        assert!(unwound.is_err());
+        assert!(
+            !decoding_untrusted(),
+            "the mark outlived an unwinding panic"
+        );
     }
 
     #[test]

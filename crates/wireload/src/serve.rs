@@ -49,6 +49,27 @@ fn config(args: &ServeArgs) -> Result<ServeConfig> {
     Ok(config)
 }
 
+/// Panics while decoding bytes from the network (arrow's IPC decoder asserts some lengths
+/// instead of checking them) are caught and refused as malformed input, the client told
+/// why: they are logged as one warning, not printed as a crash with a backtrace (a client
+/// could fill the log with them). Every other panic goes to the default hook.
+fn quiet_untrusted_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if wireload_push::protocol::decoding_untrusted() {
+            let what = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            tracing::warn!("refused malformed Arrow IPC input: {what}");
+        } else {
+            default(info);
+        }
+    }));
+}
+
 /// Binds `addr`, naming the protocol in the error.
 async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr)
@@ -66,6 +87,7 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .try_init();
+    quiet_untrusted_panics();
     let config = config(args)?;
     // before any load thread starts (the init script may load)
     if let Some(nice) = args.load_nice {

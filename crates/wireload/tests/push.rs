@@ -2,13 +2,14 @@
 //! mode loads lineitem (TPC-H SF 0.01) and a wide table exactly as a local COPY loads them
 //! (the same rows in the same order, the same dictionaries), errors are found on the client
 //! and name the place, a push into a table changes nothing when it fails, two clients
-//! pushing at once give the union, and a push over TLS trusts only the certificate it is
-//! given.
+//! pushing at once give the union, a push over TLS trusts only the certificate it is
+//! given, and a payload arrow's IPC decoder panics on is refused and logged as one warning.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const USER: &str = "pat";
@@ -29,6 +30,8 @@ struct Served {
     flight: u16,
     /// psql's sslmode for the server
     sslmode: &'static str,
+    /// what it has written to stderr so far
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for Served {
@@ -71,13 +74,20 @@ fn serve_with<S: AsRef<OsStr>>(init: &Path, extra: &[S]) -> Served {
                 let ready = line.contains("wireload serve is ready");
                 log.push(line);
                 if ready {
-                    std::thread::spawn(move || for _ in lines.by_ref() {});
+                    let log = Arc::new(Mutex::new(log));
+                    let kept = Arc::clone(&log);
+                    std::thread::spawn(move || {
+                        for line in lines.map_while(Result::ok) {
+                            kept.lock().unwrap().push(line);
+                        }
+                    });
                     let sslmode = if tls { "require" } else { "disable" };
                     return Served {
                         child,
                         pg,
                         flight,
                         sslmode,
+                        log,
                     };
                 }
             }
@@ -593,4 +603,141 @@ fn a_push_over_tls_trusts_the_certificate_it_is_given_only() {
         psql(&server, "SELECT count(*) FROM t").trim(),
         total.to_string()
     );
+}
+
+/// A fragment payload of table t (`id INT NOT NULL, name TEXT`) that arrow's IPC decoder
+/// panics on: one bit of a valid payload flipped (a validity buffer too short for its
+/// array), found by trying every flip.
+fn payload_arrow_panics_on() -> Vec<u8> {
+    use wireload_push::protocol::{decode_batch, encode_batch};
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(arrow::array::Int32Array::from(vec![1, 2, 3])) as arrow::array::ArrayRef,
+        ),
+        (
+            "name",
+            Arc::new(arrow::array::StringArray::from(vec![
+                Some("x"),
+                None,
+                Some("zzz"),
+            ])),
+        ),
+    ])
+    .unwrap();
+    let valid = encode_batch(&batch, false).unwrap();
+    for at in 0..valid.len() {
+        for bit in 0..8 {
+            let mut forged = valid.clone();
+            forged[at] ^= 1 << bit;
+            if let Err(e) = decode_batch(&forged)
+                && e.to_string().contains("buffer not large enough")
+            {
+                return forged;
+            }
+        }
+    }
+    panic!("no flip of the payload makes arrow's decoder panic")
+}
+
+/// Sends a push into t in mode all: one fragment frame of `payload` and the end frame; the
+/// server's error, if any.
+fn push_fragment(server: &Served, payload: Vec<u8>) -> Result<(), String> {
+    use arrow_flight::flight_service_client::FlightServiceClient;
+    use arrow_flight::{FlightData, FlightDescriptor};
+    use base64::Engine;
+    use futures::StreamExt;
+    use prost::Message;
+    use wireload_push::protocol::{Frame, Hello, Mode, PUSH_TYPE_URL, to_json};
+    let hello = Hello {
+        table: "t".into(),
+        mode: Mode::All,
+        file: "forged.csv".into(),
+        files: Vec::new(),
+        dialect: None,
+    };
+    let any = arrow_flight::sql::Any {
+        type_url: PUSH_TYPE_URL.into(),
+        value: to_json(&hello).into(),
+    };
+    let frames = [
+        (
+            Frame::Fragment {
+                partition: 0,
+                fragment: 0,
+                rows: 3,
+                encoded: Vec::new(),
+            },
+            payload,
+        ),
+        (
+            Frame::End {
+                fragments: 1,
+                rows: 3,
+                bytes: 10,
+            },
+            Vec::new(),
+        ),
+    ];
+    let mut data = vec![FlightData {
+        flight_descriptor: Some(FlightDescriptor::new_cmd(any.encode_to_vec())),
+        ..FlightData::default()
+    }];
+    data.extend(frames.into_iter().map(|(header, body)| FlightData {
+        app_metadata: to_json(&header).into(),
+        data_body: body.into(),
+        ..FlightData::default()
+    }));
+    let url = format!("http://127.0.0.1:{}", server.flight);
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let channel = tonic::transport::Endpoint::from_shared(url)
+            .unwrap()
+            .connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut request = tonic::Request::new(futures::stream::iter(data));
+        request
+            .metadata_mut()
+            .insert("authorization", basic.parse().unwrap());
+        let mut replies = FlightServiceClient::new(channel)
+            .do_put(request)
+            .await
+            .map_err(|s| s.message().to_string())?
+            .into_inner();
+        while let Some(reply) = replies.next().await {
+            reply.map_err(|s| s.message().to_string())?;
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn a_payload_arrow_panics_on_is_refused_and_logged_as_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(&init, "CREATE TABLE t (id INT NOT NULL, name TEXT);\n").unwrap();
+    let server = serve(&init);
+    let e = push_fragment(&server, payload_arrow_panics_on()).unwrap_err();
+    assert!(e.contains("malformed IPC payload"), "{e}");
+    assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "0");
+    // the server's log: one warning naming the refusal, not a crash report
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = server.log.lock().unwrap().join("\n");
+        if log.contains("refused malformed Arrow IPC input") {
+            assert!(!log.contains("panicked at"), "{log}");
+            assert!(!log.contains("RUST_BACKTRACE"), "{log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no warning in the log:\n{log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
