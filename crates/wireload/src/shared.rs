@@ -52,6 +52,10 @@ struct Run {
     server_beside_queries_cpu_s: f64,
     q1_p999_ms: Option<f64>,
     q2_p999_ms: Option<f64>,
+    /// the slowest Q1 and Q2: seconds from the push's start to the start of its batch,
+    /// and its latency in ms
+    q1_worst: Option<(f64, f64)>,
+    q2_worst: Option<(f64, f64)>,
     encoded: f64,
     /// the share of the file's bytes sent as text (`auto`)
     text: f64,
@@ -157,6 +161,15 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 show_steps(&r.client_steps),
                 show_steps(&r.server_steps)
             );
+            for (q, worst) in [("Q1", r.q1_worst), ("Q2", r.q2_worst)] {
+                if let Some((at, ms)) = worst {
+                    eprintln!(
+                        "  slowest {q}: {ms:.0} ms, its batch started {at:.2} s into the \
+                         {:.2} s push",
+                        r.seconds
+                    );
+                }
+            }
             runs[k].push(r);
             sql(&rt, &server, &format!("DROP TABLE {name}"))?;
         }
@@ -440,10 +453,11 @@ fn one_load(
     lz4: bool,
 ) -> Result<Run> {
     let stop = Arc::new(AtomicBool::new(false));
+    let origin = Instant::now();
     let queries = args.queries.then(|| {
         let stop = Arc::clone(&stop);
         let pg = server.pg;
-        rt.spawn(async move { query_load(pg, stop).await })
+        rt.spawn(async move { query_load(pg, stop, origin).await })
     });
     let (cpu0, queries_cpu0) = (
         process_cpu(server.child.id()),
@@ -496,8 +510,10 @@ fn one_load(
         server_cpu_s,
         server_load_cpu_s: num("server_cpu_s"),
         server_beside_queries_cpu_s: server_cpu_s - queries_cpu_s,
-        q1_p999_ms: p999(q1),
-        q2_p999_ms: p999(q2),
+        q1_p999_ms: p999(q1.iter().map(|q| q.1).collect()),
+        q2_p999_ms: p999(q2.iter().map(|q| q.1).collect()),
+        q1_worst: slowest(&q1),
+        q2_worst: slowest(&q2),
         encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
         text: num("text_bytes") / num("file_bytes").max(1.0),
         client_steps: steps_of(&report["client_steps"]),
@@ -526,15 +542,29 @@ fn queries_alone(
 ) -> Result<(Option<f64>, Option<f64>)> {
     let stop = Arc::new(AtomicBool::new(false));
     let (pg, flag) = (server.pg, Arc::clone(&stop));
-    let queries = rt.spawn(async move { query_load(pg, flag).await });
+    let queries = rt.spawn(async move { query_load(pg, flag, Instant::now()).await });
     std::thread::sleep(Duration::from_secs(QUERIES_ALONE_SECONDS));
     stop.store(true, Relaxed);
     let (q1, q2) = rt.block_on(queries)??;
-    Ok((p999(q1), p999(q2)))
+    let ms = |q: Vec<(f64, f64)>| p999(q.into_iter().map(|q| q.1).collect());
+    Ok((ms(q1), ms(q2)))
 }
 
-/// Q1 and Q2 in batches of 10 (alternating) until `stop`; their latencies in ms.
-async fn query_load(pg: u16, stop: Arc<AtomicBool>) -> Result<(Vec<f64>, Vec<f64>)> {
+/// The slowest of `latencies` (batch start in seconds, latency in ms).
+fn slowest(latencies: &[(f64, f64)]) -> Option<(f64, f64)> {
+    latencies.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// A query's latencies: when its batch started (seconds from an origin) and ms.
+type Latencies = Vec<(f64, f64)>;
+
+/// Q1 and Q2 in batches of 10 (alternating) until `stop`; when each batch started (seconds
+/// after `origin`) and each query's latency in ms.
+async fn query_load(
+    pg: u16,
+    stop: Arc<AtomicBool>,
+    origin: Instant,
+) -> Result<(Latencies, Latencies)> {
     let mut clients = Vec::new();
     for _ in 0..10 {
         clients.push(Arc::new(connect(pg).await?));
@@ -543,6 +573,7 @@ async fn query_load(pg: u16, stop: Arc<AtomicBool>) -> Result<(Vec<f64>, Vec<f64
     let mut batch = 0usize;
     while !stop.load(Relaxed) {
         let q = if batch.is_multiple_of(2) { Q1 } else { Q2 };
+        let start = origin.elapsed().as_secs_f64();
         // the batch at once, then wait for all of it
         let runs: Vec<_> = clients
             .iter()
@@ -556,7 +587,7 @@ async fn query_load(pg: u16, stop: Arc<AtomicBool>) -> Result<(Vec<f64>, Vec<f64
             })
             .collect();
         for r in runs {
-            let t = r.await??;
+            let t = (start, r.await??);
             if batch.is_multiple_of(2) {
                 q1.push(t);
             } else {
