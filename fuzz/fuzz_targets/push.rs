@@ -146,6 +146,18 @@ fn payload(arrays: Vec<ArrayRef>, lz4: bool) -> Vec<u8> {
     encode_batch(&batch, lz4).expect("encodes")
 }
 
+/// Bytes of the input as the text of a text or raw frame, and the frame's payload (LZ4 when
+/// `lz4`).
+fn text(g: &mut Gen<'_>, lz4: bool) -> (Vec<u8>, Vec<u8>) {
+    let text = g.bytes(120).to_vec();
+    let body = if lz4 {
+        lz4_flex::compress_prepend_size(&text)
+    } else {
+        text.clone()
+    };
+    (text, body)
+}
+
 /// The frames of one push, built from the input.
 fn frames(g: &mut Gen<'_>, columns: usize) -> Vec<RawFrame> {
     let mut out = Vec::new();
@@ -197,12 +209,7 @@ fn frames(g: &mut Gen<'_>, columns: usize) -> Vec<RawFrame> {
                 (to_json(&header), payload(arrays, lz4))
             }
             3 => {
-                let text = g.bytes(120).to_vec();
-                let body = if lz4 {
-                    lz4_flex::compress_prepend_size(&text)
-                } else {
-                    text.clone()
-                };
+                let (text, body) = text(g, lz4);
                 let header = Frame::Text {
                     fragment: g.count(fragment),
                     file: g.below(3),
@@ -216,12 +223,7 @@ fn frames(g: &mut Gen<'_>, columns: usize) -> Vec<RawFrame> {
                 (to_json(&header), body)
             }
             4 => {
-                let text = g.bytes(120).to_vec();
-                let body = if lz4 {
-                    lz4_flex::compress_prepend_size(&text)
-                } else {
-                    text.clone()
-                };
+                let (text, body) = text(g, lz4);
                 let header = Frame::Raw {
                     file: g.below(3),
                     offset: g.count(bytes),

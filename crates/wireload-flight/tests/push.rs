@@ -124,6 +124,13 @@ impl Server {
                 ..FlightData::default()
             });
         }
+        let last = self.do_put(data)?.pop().ok_or("no reply")?;
+        from_json::<Reply>(&last).map_err(|e| e.to_string())
+    }
+
+    /// Sends `data` as one `DoPut` call as user pusher; the `app_metadata` of every reply,
+    /// or the error the server gave.
+    fn do_put(&self, data: Vec<FlightData>) -> Result<Vec<bytes::Bytes>, String> {
         let port = self.port;
         self.rt.block_on(async move {
             let channel =
@@ -143,12 +150,11 @@ impl Server {
                 .await
                 .map_err(|s| s.message().to_string())?
                 .into_inner();
-            let mut last = None;
+            let mut all = Vec::new();
             while let Some(r) = replies.next().await {
-                let r = r.map_err(|s| s.message().to_string())?;
-                last = Some(from_json::<Reply>(&r.app_metadata).map_err(|e| e.to_string())?);
+                all.push(r.map_err(|s| s.message().to_string())?.app_metadata);
             }
-            last.ok_or_else(|| "no reply".to_string())
+            Ok(all)
         })
     }
 }
@@ -811,6 +817,17 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
     assert!(text.contains("e,f"), "{text}");
 }
 
+/// Numbers below n from `seed` (xorshift64: the same cases every run).
+fn below(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |n| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    }
+}
+
 #[test]
 fn mutated_pushes_never_crash_the_server_or_load_half() {
     let server = Server::start(TABLE);
@@ -830,14 +847,7 @@ fn mutated_pushes_never_crash_the_server_or_load_half() {
         .into_iter()
         .map(|frames| frames.into_iter().map(|(h, b)| (to_json(&h), b)).collect())
         .collect();
-    // xorshift64: the same cases every run
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n.max(1) as u64) as usize
-    };
+    let mut next = below(0x9e37_79b9_7f4a_7c15);
     let (mut accepted, mut refused) = (0, 0);
     for case in 0..300 {
         let mut frames = bases[case % 2].clone();
@@ -1153,35 +1163,10 @@ fn put_ingest(server: &Server, mut data: Vec<FlightData>) -> Result<i64, String>
     if let Some(first) = data.first_mut() {
         first.flight_descriptor = Some(FlightDescriptor::new_cmd(command.as_any().encode_to_vec()));
     }
-    let port = server.port;
-    server.rt.block_on(async move {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
-            .map_err(|e| e.to_string())?
-            .connect()
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut client = FlightServiceClient::new(channel);
-        let mut request = tonic::Request::new(futures::stream::iter(data));
-        request.metadata_mut().insert(
-            "authorization",
-            base64_basic(USER, PASSWORD).parse().unwrap(),
-        );
-        let mut replies = client
-            .do_put(request)
-            .await
-            .map_err(|s| s.message().to_string())?
-            .into_inner();
-        let mut rows = None;
-        while let Some(r) = replies.next().await {
-            let r = r.map_err(|s| s.message().to_string())?;
-            rows = Some(
-                DoPutUpdateResult::decode(r.app_metadata)
-                    .map_err(|e| e.to_string())?
-                    .record_count,
-            );
-        }
-        rows.ok_or_else(|| "no reply".to_string())
-    })
+    let last = server.do_put(data)?.pop().ok_or("no reply")?;
+    Ok(DoPutUpdateResult::decode(last)
+        .map_err(|e| e.to_string())?
+        .record_count)
 }
 
 #[test]
@@ -1240,14 +1225,8 @@ fn flight_sql_ingest_refuses_forged_ipc_messages() {
     assert!(e.contains("outside its message body"), "{e}");
     assert_eq!(server.count(), expected);
 
-    // seeded mutations of either message's header or body (xorshift64: the same every run)
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n.max(1) as u64) as usize
-    };
+    // seeded mutations of either message's header or body
+    let mut next = below(0x2545_f491_4f6c_dd1d);
     let mut refused = 0;
     for case in 0..200 {
         let mut data = messages(case % 2 == 1);
