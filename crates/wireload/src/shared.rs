@@ -52,6 +52,8 @@ struct Run {
     server_beside_queries_cpu_s: f64,
     q1_p999_ms: Option<f64>,
     q2_p999_ms: Option<f64>,
+    q1_p50_ms: Option<f64>,
+    q2_p50_ms: Option<f64>,
     /// the slowest Q1 and Q2: seconds from the push's start to the start of its batch,
     /// and its latency in ms
     q1_worst: Option<(f64, f64)>,
@@ -124,16 +126,20 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); modes.len()];
     // the queries' latencies with no load beside them, once a round: the floor any mode's
     // p99.9 under the load is compared with
-    let mut alone: Vec<(Option<f64>, Option<f64>)> = Vec::new();
+    let mut alone: Vec<[Option<f64>; 4]> = Vec::new();
     for _ in 0..args.runs.max(1) {
         if args.queries {
-            let (q1, q2) = queries_alone(&rt, &server)?;
+            let [q1, q2, q1_p50, q2_p50] = queries_alone(&rt, &server)?;
+            let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
             eprintln!(
-                "queries alone for {QUERIES_ALONE_SECONDS} s: Q1 p99.9 {} ms, Q2 p99.9 {} ms",
-                q1.map_or("-".into(), |v| format!("{v:.0}")),
-                q2.map_or("-".into(), |v| format!("{v:.0}"))
+                "queries alone for {QUERIES_ALONE_SECONDS} s: Q1 p99.9 {} ms, Q2 p99.9 {} ms \
+                 (p50 {} and {} ms)",
+                ms(q1),
+                ms(q2),
+                ms(q1_p50),
+                ms(q2_p50)
             );
-            alone.push((q1, q2));
+            alone.push([q1, q2, q1_p50, q2_p50]);
         }
         for (k, &(mode, lz4)) in modes.iter().enumerate() {
             let name = format!("t_{}", mode.name());
@@ -161,11 +167,14 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 show_steps(&r.client_steps),
                 show_steps(&r.server_steps)
             );
-            for (q, worst) in [("Q1", r.q1_worst), ("Q2", r.q2_worst)] {
-                if let Some((at, ms)) = worst {
+            for (q, worst, p50) in [
+                ("Q1", r.q1_worst, r.q1_p50_ms),
+                ("Q2", r.q2_worst, r.q2_p50_ms),
+            ] {
+                if let (Some((at, ms)), Some(p50)) = (worst, p50) {
                     eprintln!(
                         "  slowest {q}: {ms:.0} ms, its batch started {at:.2} s into the \
-                         {:.2} s push",
+                         {:.2} s push (p50 {p50:.0} ms)",
                         r.seconds
                     );
                 }
@@ -193,6 +202,8 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 "text_share": med(&|r| Some(r.text)),
                 "q1_p999_ms": med(&|r| r.q1_p999_ms),
                 "q2_p999_ms": med(&|r| r.q2_p999_ms),
+                "q1_p50_ms": med(&|r| r.q1_p50_ms),
+                "q2_p50_ms": med(&|r| r.q2_p50_ms),
                 "client_steps": median_steps(rs, |r| &r.client_steps),
                 "server_steps": median_steps(rs, |r| &r.server_steps),
             }),
@@ -210,8 +221,10 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "text_share": args.text_share,
         "queries_alone": args.queries.then(|| serde_json::json!({
             "seconds": QUERIES_ALONE_SECONDS,
-            "q1_p999_ms": median(alone.iter().filter_map(|a| a.0).collect()),
-            "q2_p999_ms": median(alone.iter().filter_map(|a| a.1).collect()),
+            "q1_p999_ms": median(alone.iter().filter_map(|a| a[0]).collect()),
+            "q2_p999_ms": median(alone.iter().filter_map(|a| a[1]).collect()),
+            "q1_p50_ms": median(alone.iter().filter_map(|a| a[2]).collect()),
+            "q2_p50_ms": median(alone.iter().filter_map(|a| a[3]).collect()),
         })),
         "modes": out,
     });
@@ -397,13 +410,14 @@ fn touch(bytes: usize) {
     std::hint::black_box(&v);
 }
 
-/// The p99.9 of `latencies` (ms).
-fn p999(mut latencies: Vec<f64>) -> Option<f64> {
+/// The `q` quantile of the latencies (ms) of `runs` (batch start, latency), nearest rank.
+fn quantile(runs: &[(f64, f64)], q: f64) -> Option<f64> {
+    let mut latencies: Vec<f64> = runs.iter().map(|r| r.1).collect();
     if latencies.is_empty() {
         return None;
     }
     latencies.sort_by(f64::total_cmp);
-    let k = ((latencies.len() as f64 * 0.999).ceil() as usize).clamp(1, latencies.len());
+    let k = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len());
     Some(latencies[k - 1])
 }
 
@@ -510,8 +524,10 @@ fn one_load(
         server_cpu_s,
         server_load_cpu_s: num("server_cpu_s"),
         server_beside_queries_cpu_s: server_cpu_s - queries_cpu_s,
-        q1_p999_ms: p999(q1.iter().map(|q| q.1).collect()),
-        q2_p999_ms: p999(q2.iter().map(|q| q.1).collect()),
+        q1_p999_ms: quantile(&q1, 0.999),
+        q2_p999_ms: quantile(&q2, 0.999),
+        q1_p50_ms: quantile(&q1, 0.5),
+        q2_p50_ms: quantile(&q2, 0.5),
         q1_worst: slowest(&q1),
         q2_worst: slowest(&q2),
         encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
@@ -535,19 +551,21 @@ fn steps_of(v: &serde_json::Value) -> BTreeMap<String, f64> {
 /// Seconds the query load runs alone, with no load beside it, in each round of a cell.
 const QUERIES_ALONE_SECONDS: u64 = 8;
 
-/// The p99.9 latencies (ms) of Q1 and Q2 run alone for [`QUERIES_ALONE_SECONDS`].
-fn queries_alone(
-    rt: &tokio::runtime::Runtime,
-    server: &Server,
-) -> Result<(Option<f64>, Option<f64>)> {
+/// The p99.9 and p50 latencies (ms) of Q1 and Q2 run alone for [`QUERIES_ALONE_SECONDS`]:
+/// Q1's p99.9, Q2's, Q1's p50, Q2's.
+fn queries_alone(rt: &tokio::runtime::Runtime, server: &Server) -> Result<[Option<f64>; 4]> {
     let stop = Arc::new(AtomicBool::new(false));
     let (pg, flag) = (server.pg, Arc::clone(&stop));
     let queries = rt.spawn(async move { query_load(pg, flag, Instant::now()).await });
     std::thread::sleep(Duration::from_secs(QUERIES_ALONE_SECONDS));
     stop.store(true, Relaxed);
     let (q1, q2) = rt.block_on(queries)??;
-    let ms = |q: Vec<(f64, f64)>| p999(q.into_iter().map(|q| q.1).collect());
-    Ok((ms(q1), ms(q2)))
+    Ok([
+        quantile(&q1, 0.999),
+        quantile(&q2, 0.999),
+        quantile(&q1, 0.5),
+        quantile(&q2, 0.5),
+    ])
 }
 
 /// The slowest of `latencies` (batch start in seconds, latency in ms).
