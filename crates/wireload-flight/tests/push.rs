@@ -1217,7 +1217,7 @@ fn flight_sql_ingest_refuses_forged_ipc_messages() {
     forged[..8].copy_from_slice(&(1i64 << 40).to_le_bytes());
     huge[1].data_body = forged.into();
     let e = put_ingest(&server, huge).unwrap_err();
-    assert!(e.contains("malformed IPC message"), "{e}");
+    assert!(e.contains("say they hold over"), "{e}");
     // the body cut short: buffers outside it
     let mut cut = messages(false);
     cut[1].data_body = cut[1].data_body.slice(..cut[1].data_body.len() / 2);
