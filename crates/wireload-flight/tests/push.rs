@@ -657,6 +657,22 @@ fn text_frame(fragment: u64, file: u64, byte: u64, lines: u64, data: &[u8]) -> (
     )
 }
 
+/// [`valid`] with three records of text between its fragments (`auto`: 8 rows, the end frame
+/// counting the fragments' 5).
+fn valid_with_text() -> Vec<(Frame, Vec<u8>)> {
+    let mut frames = valid();
+    frames.pop();
+    frames.insert(
+        2,
+        text_frame(1, 0, 0, 0, b"10,dan,1.5\n11,,2.5\n12,\"e,f\",3\n"),
+    );
+    if let Frame::Fragment { fragment, .. } = &mut frames[3].0 {
+        *fragment = 2;
+    }
+    frames.push(end(3, 5));
+    frames
+}
+
 #[test]
 fn text_fragments_load_in_order_and_forged_ones_are_refused() {
     let server = Server::start(&format!(
@@ -790,17 +806,7 @@ fn text_fragments_load_in_order_and_forged_ones_are_refused() {
     assert_eq!(server.count(), 0);
     // fragments and texts in one push load in their order, the end frame counting the
     // fragments' rows
-    let mut frames = valid();
-    frames.pop();
-    frames.insert(
-        2,
-        text_frame(1, 0, 0, 0, b"10,dan,1.5\n11,,2.5\n12,\"e,f\",3\n"),
-    );
-    if let Frame::Fragment { fragment, .. } = &mut frames[3].0 {
-        *fragment = 2;
-    }
-    frames.push(end(3, 5));
-    match server.push_as(ab, frames) {
+    match server.push_as(ab, valid_with_text()) {
         Ok(Reply::Done { rows, .. }) => assert_eq!(rows, 8),
         other => panic!("{other:?}"),
     }
@@ -833,17 +839,7 @@ fn mutated_pushes_never_crash_the_server_or_load_half() {
     let server = Server::start(TABLE);
     let ab = auto_hello("t", &["a.csv", "b.csv"]);
     // a valid push of each kind: dictionary and fragments; text between fragments
-    let mut with_text = valid();
-    with_text.pop();
-    with_text.insert(
-        2,
-        text_frame(1, 0, 0, 0, b"10,dan,1.5\n11,,2.5\n12,\"e,f\",3\n"),
-    );
-    if let Frame::Fragment { fragment, .. } = &mut with_text[3].0 {
-        *fragment = 2;
-    }
-    with_text.push(end(3, 5));
-    let bases: Vec<Vec<(Vec<u8>, Vec<u8>)>> = [valid(), with_text]
+    let bases: Vec<Vec<(Vec<u8>, Vec<u8>)>> = [valid(), valid_with_text()]
         .into_iter()
         .map(|frames| frames.into_iter().map(|(h, b)| (to_json(&h), b)).collect())
         .collect();

@@ -57,12 +57,7 @@ fn quiet_untrusted_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if wireload_push::protocol::decoding_untrusted() {
-            let what = info
-                .payload()
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| info.payload().downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
+            let what = info.payload_as_str().unwrap_or("a panic");
             tracing::warn!("refused malformed Arrow IPC input: {what}");
         } else {
             default(info);

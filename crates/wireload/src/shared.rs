@@ -50,20 +50,42 @@ struct Run {
     server_cpu_s: f64,
     server_load_cpu_s: f64,
     server_beside_queries_cpu_s: f64,
-    q1_p999_ms: Option<f64>,
-    q2_p999_ms: Option<f64>,
-    q1_p50_ms: Option<f64>,
-    q2_p50_ms: Option<f64>,
-    /// the slowest Q1 and Q2: seconds from the push's start to the start of its batch,
-    /// and its latency in ms
-    q1_worst: Option<(f64, f64)>,
-    q2_worst: Option<(f64, f64)>,
+    /// Q1's and Q2's latencies beside the load (`--queries`)
+    q1: Tail,
+    q2: Tail,
     encoded: f64,
     /// the share of the file's bytes sent as text (`auto`)
     text: f64,
     /// CPU seconds per step, as the push reports them
     client_steps: BTreeMap<String, f64>,
     server_steps: BTreeMap<String, f64>,
+}
+
+/// What a query's latencies were over a load (or alone), in ms.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tail {
+    p50_ms: Option<f64>,
+    p999_ms: Option<f64>,
+    /// the slowest: seconds from the origin to the start of its batch, and its latency
+    slowest: Option<(f64, f64)>,
+}
+
+impl Tail {
+    /// The tail of `latencies` (batch start in seconds, latency in ms); quantiles by
+    /// nearest rank.
+    fn of(latencies: &[(f64, f64)]) -> Tail {
+        let mut ms: Vec<f64> = latencies.iter().map(|l| l.1).collect();
+        ms.sort_by(f64::total_cmp);
+        let quantile = |q: f64| {
+            let k = ((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len().max(1));
+            ms.get(k - 1).copied()
+        };
+        Tail {
+            p50_ms: quantile(0.5),
+            p999_ms: quantile(0.999),
+            slowest: latencies.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)),
+        }
+    }
 }
 
 /// Runs the cell and prints it.
@@ -126,20 +148,20 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); modes.len()];
     // the queries' latencies with no load beside them, once a round: the floor any mode's
     // p99.9 under the load is compared with
-    let mut alone: Vec<[Option<f64>; 4]> = Vec::new();
+    let mut alone: Vec<(Tail, Tail)> = Vec::new();
     for _ in 0..args.runs.max(1) {
         if args.queries {
-            let [q1, q2, q1_p50, q2_p50] = queries_alone(&rt, &server)?;
+            let (q1, q2) = queries_alone(&rt, &server)?;
             let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
             eprintln!(
                 "queries alone for {QUERIES_ALONE_SECONDS} s: Q1 p99.9 {} ms, Q2 p99.9 {} ms \
                  (p50 {} and {} ms)",
-                ms(q1),
-                ms(q2),
-                ms(q1_p50),
-                ms(q2_p50)
+                ms(q1.p999_ms),
+                ms(q2.p999_ms),
+                ms(q1.p50_ms),
+                ms(q2.p50_ms)
             );
-            alone.push([q1, q2, q1_p50, q2_p50]);
+            alone.push((q1, q2));
         }
         for (k, &(mode, lz4)) in modes.iter().enumerate() {
             let name = format!("t_{}", mode.name());
@@ -167,11 +189,8 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 show_steps(&r.client_steps),
                 show_steps(&r.server_steps)
             );
-            for (q, worst, p50) in [
-                ("Q1", r.q1_worst, r.q1_p50_ms),
-                ("Q2", r.q2_worst, r.q2_p50_ms),
-            ] {
-                if let (Some((at, ms)), Some(p50)) = (worst, p50) {
+            for (q, tail) in [("Q1", r.q1), ("Q2", r.q2)] {
+                if let (Some((at, ms)), Some(p50)) = (tail.slowest, tail.p50_ms) {
                     eprintln!(
                         "  slowest {q}: {ms:.0} ms, its batch started {at:.2} s into the \
                          {:.2} s push (p50 {p50:.0} ms)",
@@ -200,10 +219,10 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
                 "client_cpu_s": med(&|r| Some(r.client_cpu_s)),
                 "encoded_column_share": med(&|r| Some(r.encoded)),
                 "text_share": med(&|r| Some(r.text)),
-                "q1_p999_ms": med(&|r| r.q1_p999_ms),
-                "q2_p999_ms": med(&|r| r.q2_p999_ms),
-                "q1_p50_ms": med(&|r| r.q1_p50_ms),
-                "q2_p50_ms": med(&|r| r.q2_p50_ms),
+                "q1_p999_ms": med(&|r| r.q1.p999_ms),
+                "q2_p999_ms": med(&|r| r.q2.p999_ms),
+                "q1_p50_ms": med(&|r| r.q1.p50_ms),
+                "q2_p50_ms": med(&|r| r.q2.p50_ms),
                 "client_steps": median_steps(rs, |r| &r.client_steps),
                 "server_steps": median_steps(rs, |r| &r.server_steps),
             }),
@@ -221,10 +240,10 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "text_share": args.text_share,
         "queries_alone": args.queries.then(|| serde_json::json!({
             "seconds": QUERIES_ALONE_SECONDS,
-            "q1_p999_ms": median(alone.iter().filter_map(|a| a[0]).collect()),
-            "q2_p999_ms": median(alone.iter().filter_map(|a| a[1]).collect()),
-            "q1_p50_ms": median(alone.iter().filter_map(|a| a[2]).collect()),
-            "q2_p50_ms": median(alone.iter().filter_map(|a| a[3]).collect()),
+            "q1_p999_ms": median(alone.iter().filter_map(|a| a.0.p999_ms).collect()),
+            "q2_p999_ms": median(alone.iter().filter_map(|a| a.1.p999_ms).collect()),
+            "q1_p50_ms": median(alone.iter().filter_map(|a| a.0.p50_ms).collect()),
+            "q2_p50_ms": median(alone.iter().filter_map(|a| a.1.p50_ms).collect()),
         })),
         "modes": out,
     });
@@ -410,17 +429,6 @@ fn touch(bytes: usize) {
     std::hint::black_box(&v);
 }
 
-/// The `q` quantile of the latencies (ms) of `runs` (batch start, latency), nearest rank.
-fn quantile(runs: &[(f64, f64)], q: f64) -> Option<f64> {
-    let mut latencies: Vec<f64> = runs.iter().map(|r| r.1).collect();
-    if latencies.is_empty() {
-        return None;
-    }
-    latencies.sort_by(f64::total_cmp);
-    let k = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len());
-    Some(latencies[k - 1])
-}
-
 /// `steps` as `name 1.23 s, ...`.
 fn show_steps(steps: &BTreeMap<String, f64>) -> String {
     let shown: Vec<String> = steps.iter().map(|(k, v)| format!("{k} {v:.2} s")).collect();
@@ -524,12 +532,8 @@ fn one_load(
         server_cpu_s,
         server_load_cpu_s: num("server_cpu_s"),
         server_beside_queries_cpu_s: server_cpu_s - queries_cpu_s,
-        q1_p999_ms: quantile(&q1, 0.999),
-        q2_p999_ms: quantile(&q2, 0.999),
-        q1_p50_ms: quantile(&q1, 0.5),
-        q2_p50_ms: quantile(&q2, 0.5),
-        q1_worst: slowest(&q1),
-        q2_worst: slowest(&q2),
+        q1: Tail::of(&q1),
+        q2: Tail::of(&q2),
         encoded: num("encoded_fragment_columns") / num("encodable_fragment_columns").max(1.0),
         text: num("text_bytes") / num("file_bytes").max(1.0),
         client_steps: steps_of(&report["client_steps"]),
@@ -551,26 +555,15 @@ fn steps_of(v: &serde_json::Value) -> BTreeMap<String, f64> {
 /// Seconds the query load runs alone, with no load beside it, in each round of a cell.
 const QUERIES_ALONE_SECONDS: u64 = 8;
 
-/// The p99.9 and p50 latencies (ms) of Q1 and Q2 run alone for [`QUERIES_ALONE_SECONDS`]:
-/// Q1's p99.9, Q2's, Q1's p50, Q2's.
-fn queries_alone(rt: &tokio::runtime::Runtime, server: &Server) -> Result<[Option<f64>; 4]> {
+/// The latencies of Q1 and Q2 run alone for [`QUERIES_ALONE_SECONDS`].
+fn queries_alone(rt: &tokio::runtime::Runtime, server: &Server) -> Result<(Tail, Tail)> {
     let stop = Arc::new(AtomicBool::new(false));
     let (pg, flag) = (server.pg, Arc::clone(&stop));
     let queries = rt.spawn(async move { query_load(pg, flag, Instant::now()).await });
     std::thread::sleep(Duration::from_secs(QUERIES_ALONE_SECONDS));
     stop.store(true, Relaxed);
     let (q1, q2) = rt.block_on(queries)??;
-    Ok([
-        quantile(&q1, 0.999),
-        quantile(&q2, 0.999),
-        quantile(&q1, 0.5),
-        quantile(&q2, 0.5),
-    ])
-}
-
-/// The slowest of `latencies` (batch start in seconds, latency in ms).
-fn slowest(latencies: &[(f64, f64)]) -> Option<(f64, f64)> {
-    latencies.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))
+    Ok((Tail::of(&q1), Tail::of(&q2)))
 }
 
 /// A query's latencies: when its batch started (seconds from an origin) and ms.
