@@ -493,46 +493,26 @@ fn forged_pushes_are_refused_and_load_nothing() {
         );
         assert_eq!(server.count(), 0, "{what}: rows became visible");
     }
+    // a seq push of one raw frame saying `len` bytes: the server's error
+    let one_raw = |len: u64, lz4: bool, body: Vec<u8>| {
+        let raw = Frame::Raw {
+            file: 0,
+            offset: 0,
+            len,
+            lz4,
+        };
+        server
+            .push(Mode::Seq, vec![(raw, body), end(0, 0)])
+            .unwrap_err()
+    };
     // a seq push whose bytes do not add up
-    let err = server
-        .push(
-            Mode::Seq,
-            vec![
-                (
-                    Frame::Raw {
-                        file: 0,
-                        offset: 0,
-                        len: 10,
-                        lz4: false,
-                    },
-                    b"1,a,1\n".to_vec(),
-                ),
-                end(0, 0),
-            ],
-        )
-        .unwrap_err();
+    let err = one_raw(10, false, b"1,a,1\n".to_vec());
     assert!(err.contains("10 bytes"), "{err}");
     assert_eq!(server.count(), 0);
     // a seq push whose LZ4 block says it holds a gigabyte: refused before it is allocated
     let mut lying = lz4_flex::compress_prepend_size(b"1,a,1\n");
     lying[..4].copy_from_slice(&(1u32 << 30).to_le_bytes());
-    let err = server
-        .push(
-            Mode::Seq,
-            vec![
-                (
-                    Frame::Raw {
-                        file: 0,
-                        offset: 0,
-                        len: 6,
-                        lz4: true,
-                    },
-                    lying,
-                ),
-                end(0, 0),
-            ],
-        )
-        .unwrap_err();
+    let err = one_raw(6, true, lying);
     assert!(err.contains("its LZ4 block"), "{err}");
     assert_eq!(server.count(), 0);
     // seq: bytes of a file the push does not have, and files out of order
