@@ -4,6 +4,14 @@
 //! merged with each other and with the partition's, old codes re-encoded when it grows).
 //! At most [`MERGE_COLUMNS`] partition columns merge at once, as in SAP HANA.
 //!
+//! A partition column's chunks form *dictionary runs*: consecutive chunks coded against one
+//! dictionary. A write merges into the last run (the *open* run, whose dictionary the
+//! partition holds) and re-encodes only its chunks; once the open run holds
+//! [`DICTIONARY_RUN_ROWS`] rows, the next write seals it (its chunks keep their dictionary)
+//! and starts a new run. So a merge never re-encodes more than a run, however large the
+//! table has grown, where one dictionary per partition made every growing merge touch every
+//! row before it.
+//!
 //! `COMPRESSION auto` columns are decided here, by the first write that brings at least
 //! [`AUTO_MIN_ROWS`] rows: a column is dictionary-encoded when samples of its fragments repeat
 //! values (fewer than half distinct), its partitions' dictionaries stay within
@@ -16,12 +24,16 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::record_batch::RecordBatch;
 use wireload_storage::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
-use wireload_storage::{Encoding, TableDef, TableVersion, column_bytes, replace_columns};
+use wireload_storage::{
+    Encoding, Partition, TableDef, TableVersion, column_bytes, replace_columns,
+};
 
 use crate::error::LoadError;
 
 /// Partition columns merged at once.
 pub const MERGE_COLUMNS: usize = 2;
+/// Rows of an open dictionary run at which the next write seals it and starts a new run.
+pub const DICTIONARY_RUN_ROWS: usize = 1 << 20;
 /// Rows a write must bring before `COMPRESSION auto` decides.
 pub const AUTO_MIN_ROWS: usize = 10_000;
 /// Most dictionary entries per partition `auto` accepts.
@@ -35,13 +47,23 @@ const AUTO_SAMPLE_ROWS: usize = 16_384;
 /// Encodes the dictionary columns of `version` (which may hold chunks whose dictionary
 /// columns are plain) and of `added` (chunks about to be appended, per partition: columns
 /// plain, or encoded against a dictionary of their own, a Shared Loading client's),
-/// deciding undecided `auto` columns first. `version`'s chunks are re-encoded in place where
-/// their dictionary grew; returns `added` encoded (and decoded where a column is stored
-/// plain).
+/// deciding undecided `auto` columns first. `version`'s chunks of an open run are
+/// re-encoded in place where its dictionary grew; returns `added` encoded (and decoded where
+/// a column is stored plain).
 pub(crate) fn encode(
     def: &TableDef,
     version: &mut TableVersion,
     added: Vec<Vec<RecordBatch>>,
+) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
+    encode_in_runs(def, version, added, DICTIONARY_RUN_ROWS)
+}
+
+/// [`encode`] with open runs sealed at `run_rows` rows.
+fn encode_in_runs(
+    def: &TableDef,
+    version: &mut TableVersion,
+    added: Vec<Vec<RecordBatch>>,
+    run_rows: usize,
 ) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
     if version.encodings.iter().all(|e| *e == Encoding::Plain) {
         return decode_plain(def, version, added);
@@ -73,11 +95,15 @@ pub(crate) fn encode(
     for (p, new) in chunks.iter_mut().zip(added) {
         p.extend(new);
     }
-    let jobs: Vec<(usize, usize)> = (0..chunks.len())
+    let (jobs, plans): (Vec<(usize, usize)>, Vec<Plan>) = (0..chunks.len())
         .flat_map(|p| columns.iter().map(move |&c| (p, c)))
-        .filter(|&(p, c)| (0..chunks[p].len()).any(|k| !stored(&chunks[p], old[p], k, c)))
-        .collect();
-    let merged = merge_jobs(def, version, &chunks, &old, &jobs)?;
+        .map(|(p, c)| {
+            let plan = Plan::of(&version.partitions[p], &chunks[p], old[p], c, run_rows);
+            ((p, c), plan)
+        })
+        .filter(|(_, plan)| plan.roles.contains(&Role::Fragment))
+        .unzip();
+    let merged = merge_jobs(def, &chunks, &jobs, &plans)?;
     // auto verdicts over every partition of a tentative column
     let mut rejected = Vec::new();
     for &c in &tentative {
@@ -101,7 +127,7 @@ pub(crate) fn encode(
     // the merged columns into their chunks
     let mut replaced: Vec<Vec<Vec<(usize, ArrayRef)>>> =
         chunks.iter().map(|p| vec![Vec::new(); p.len()]).collect();
-    for (&(p, c), m) in jobs.iter().zip(merged) {
+    for ((&(p, c), m), plan) in jobs.iter().zip(merged).zip(&plans) {
         if rejected.contains(&c) {
             continue;
         }
@@ -110,8 +136,7 @@ pub(crate) fn encode(
             existing,
             incoming,
         } = m;
-        let (encoded, fragments): (Vec<usize>, Vec<usize>) =
-            (0..chunks[p].len()).partition(|&k| stored(&chunks[p], old[p], k, c));
+        let (encoded, fragments) = (plan.chunks(Role::Open), plan.chunks(Role::Fragment));
         if let Some(existing) = existing {
             for (k, a) in encoded.into_iter().zip(existing) {
                 replaced[p][k].push((c, a));
@@ -142,10 +167,99 @@ pub(crate) fn encode(
     decode_plain(def, version, out)
 }
 
-/// True when column `c` of chunk `k` of a partition (whose first `old` chunks are the
-/// table's) is stored against the partition's dictionary: an old chunk's encoded column.
-fn stored(chunks: &[RecordBatch], old: usize, k: usize, c: usize) -> bool {
-    k < old && wireload_storage::is_dictionary(chunks[k].column(c).data_type())
+/// What the merge of a partition column does with one chunk's column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Coded against the open run's dictionary: re-encoded when the dictionary grows.
+    Open,
+    /// Coded against a sealed run's dictionary: left as it is.
+    Sealed,
+    /// Plain, or coded against a dictionary of its own (a client's): merged into the run.
+    Fragment,
+}
+
+/// The merge of one partition column: the dictionary it extends and each chunk's role.
+#[derive(Debug)]
+struct Plan {
+    /// The open run's dictionary; None when the merge starts a new run.
+    open: Option<ArrayRef>,
+    /// The role of each chunk, old then added.
+    roles: Vec<Role>,
+}
+
+impl Plan {
+    /// The plan for column `c` of `partition`'s `chunks`, whose first `old` are the table's:
+    /// an open run of `run_rows` rows or more is sealed.
+    fn of(
+        partition: &Partition,
+        chunks: &[RecordBatch],
+        old: usize,
+        c: usize,
+        run_rows: usize,
+    ) -> Plan {
+        let open = partition.dictionary(c);
+        let mut roles: Vec<Role> = (0..chunks.len())
+            .map(|k| match in_run(&chunks[k], c, open) {
+                Some(_) if k >= old => Role::Fragment,
+                Some(true) => Role::Open,
+                Some(false) => Role::Sealed,
+                None => Role::Fragment,
+            })
+            .collect();
+        let open_rows: usize = (0..old)
+            .filter(|&k| roles[k] == Role::Open)
+            .map(|k| chunks[k].num_rows())
+            .sum();
+        if open_rows < run_rows {
+            return Plan {
+                open: open.cloned(),
+                roles,
+            };
+        }
+        for role in roles.iter_mut().filter(|r| **r == Role::Open) {
+            *role = Role::Sealed;
+        }
+        Plan { open: None, roles }
+    }
+
+    /// The chunks of role `role`, in order.
+    fn chunks(&self, role: Role) -> Vec<usize> {
+        (0..self.roles.len())
+            .filter(|&k| self.roles[k] == role)
+            .collect()
+    }
+}
+
+/// Whether column `c` of `chunk` is coded against `open` (the same dictionary buffers); None
+/// when it is not coded.
+fn in_run(chunk: &RecordBatch, c: usize, open: Option<&ArrayRef>) -> Option<bool> {
+    let values = chunk.column(c).as_any_dictionary_opt()?.values();
+    Some(open.is_some_and(|open| open.to_data().ptr_eq(&values.to_data())))
+}
+
+/// Rows of the largest open run of `version`'s dictionary columns that its next write
+/// re-encodes when the dictionary grows (0 where that write starts a new run).
+pub(crate) fn open_run_rows(version: &TableVersion) -> usize {
+    open_rows(version, DICTIONARY_RUN_ROWS)
+}
+
+/// [`open_run_rows`] with open runs sealed at `run_rows` rows.
+fn open_rows(version: &TableVersion, run_rows: usize) -> usize {
+    let columns =
+        (0..version.encodings.len()).filter(|&c| version.encodings[c] == Encoding::Dictionary);
+    columns
+        .flat_map(|c| version.partitions.iter().map(move |p| (p, c)))
+        .map(|(p, c)| {
+            let rows = p
+                .chunks
+                .iter()
+                .filter(|b| in_run(b, c, p.dictionary(c)) == Some(true))
+                .map(RecordBatch::num_rows)
+                .sum::<usize>();
+            if rows < run_rows { rows } else { 0 }
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Column `c` of a chunk as plain values.
@@ -194,10 +308,9 @@ fn decode_plain(
 /// Merges partition column `(p, c)` of every job, at most [`MERGE_COLUMNS`] at once.
 fn merge_jobs(
     def: &TableDef,
-    version: &TableVersion,
     chunks: &[Vec<RecordBatch>],
-    old: &[usize],
     jobs: &[(usize, usize)],
+    plans: &[Plan],
 ) -> Result<Vec<MergedColumn>, LoadError> {
     let results: Vec<Mutex<Option<Result<MergedColumn, LoadError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
@@ -206,17 +319,18 @@ fn merge_jobs(
         loop {
             let j = next.fetch_add(1, Ordering::Relaxed);
             let Some(&(p, c)) = jobs.get(j) else { break };
-            let (existing, incoming): (Vec<usize>, Vec<usize>) =
-                (0..chunks[p].len()).partition(|&k| stored(&chunks[p], old[p], k, c));
-            let existing: Vec<ArrayRef> = existing
+            let plan = &plans[j];
+            let existing: Vec<ArrayRef> = plan
+                .chunks(Role::Open)
                 .into_iter()
                 .map(|k| chunks[p][k].column(c).clone())
                 .collect();
-            let incoming = incoming
+            let incoming = plan
+                .chunks(Role::Fragment)
                 .into_iter()
                 .map(|k| fragment(chunks[p][k].column(c)))
                 .collect();
-            let dictionary = version.partitions[p].dictionary(c);
+            let dictionary = plan.open.as_ref();
             let r =
                 merge_column(dictionary, &existing, incoming).map_err(|e| LoadError::Mismatch {
                     file: def.name.clone(),
@@ -286,5 +400,122 @@ fn internal(def: &TableDef, e: arrow::error::ArrowError) -> LoadError {
     LoadError::Mismatch {
         file: def.name.clone(),
         message: format!("internal: cannot place encoded columns: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::StringArray;
+    use arrow::array::cast::AsArray as _;
+    use wireload_storage::{Compression, Partitioning, Table, plain_batch};
+    use wireload_types::{ColumnDef, SqlType, TableSchema};
+
+    use super::*;
+
+    fn def() -> TableDef {
+        let column = ColumnDef {
+            name: "s".into(),
+            ty: SqlType::Text,
+            nullable: true,
+        };
+        let schema = TableSchema {
+            columns: vec![column],
+        };
+        TableDef::new("t", schema, Partitioning::Single)
+            .unwrap()
+            .with_compression(vec![Compression::Dictionary])
+            .unwrap()
+    }
+
+    /// Appends a chunk of `values` to `version`, open runs sealed at 4 rows.
+    fn write(def: &TableDef, version: &mut TableVersion, values: &[&str]) {
+        let batch = RecordBatch::try_new(
+            Arc::clone(&def.arrow_schema),
+            vec![Arc::new(StringArray::from(values.to_vec()))],
+        )
+        .unwrap();
+        let added = encode_in_runs(def, version, vec![vec![batch]], 4).unwrap();
+        version.append(added);
+    }
+
+    /// The dictionary of each chunk.
+    fn dictionaries(version: &TableVersion) -> Vec<ArrayRef> {
+        let chunks = &version.partitions[0].chunks;
+        chunks
+            .iter()
+            .map(|b| Arc::clone(b.column(0).as_any_dictionary().values()))
+            .collect()
+    }
+
+    fn entries(dictionary: &ArrayRef) -> Vec<&str> {
+        dictionary.as_string::<i32>().iter().flatten().collect()
+    }
+
+    fn same(a: &ArrayRef, b: &ArrayRef) -> bool {
+        a.to_data().ptr_eq(&b.to_data())
+    }
+
+    fn rows(version: &TableVersion) -> Vec<String> {
+        let chunks = &version.partitions[0].chunks;
+        chunks
+            .iter()
+            .flat_map(|b| {
+                let plain = plain_batch(b).unwrap();
+                let column = plain.column(0).as_string::<i32>().clone();
+                column
+                    .iter()
+                    .map(|v| v.unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_write_re_encodes_only_the_open_run_and_seals_it_when_full() {
+        let def = def();
+        let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
+        write(&def, &mut version, &["m", "c", "m"]);
+        assert_eq!(open_rows(&version, 4), 3);
+        // 3 rows open, under 4: the chunk joins the run, whose dictionary grows
+        write(&def, &mut version, &["z", "a"]);
+        let d = dictionaries(&version);
+        assert_eq!(entries(&d[0]), ["a", "c", "m", "z"]);
+        assert!(same(&d[0], &d[1]));
+        assert!(same(&d[1], version.partitions[0].dictionary(0).unwrap()));
+        // 5 rows open: sealed, none for the next write to re-encode
+        assert_eq!(open_rows(&version, 4), 0);
+        write(&def, &mut version, &["b"]);
+        let after = dictionaries(&version);
+        assert!(
+            same(&after[0], &d[0]) && same(&after[1], &d[1]),
+            "a sealed run moved"
+        );
+        assert_eq!(entries(&after[2]), ["b"]);
+        assert!(same(
+            &after[2],
+            version.partitions[0].dictionary(0).unwrap()
+        ));
+        assert_eq!(open_rows(&version, 4), 1);
+        // the new run grows and is re-encoded; the sealed one stays as it was
+        write(&def, &mut version, &["a", "b"]);
+        let last = dictionaries(&version);
+        assert!(same(&last[0], &d[0]));
+        assert_eq!(entries(&last[2]), ["a", "b"]);
+        assert!(same(&last[2], &last[3]));
+        assert_eq!(rows(&version), ["m", "c", "m", "z", "a", "b", "a", "b"]);
+        assert_eq!(version.dictionary_entries(0), Some(6));
+    }
+
+    #[test]
+    fn one_write_larger_than_a_run_is_one_run() {
+        let def = def();
+        let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
+        write(&def, &mut version, &["e", "d", "c", "b", "a", "a"]);
+        assert_eq!(open_rows(&version, 4), 0);
+        write(&def, &mut version, &["e"]);
+        let d = dictionaries(&version);
+        assert_eq!(entries(&d[0]), ["a", "b", "c", "d", "e"]);
+        assert_eq!(entries(&d[1]), ["e"]);
+        assert_eq!(rows(&version), ["e", "d", "c", "b", "a", "a", "e"]);
     }
 }

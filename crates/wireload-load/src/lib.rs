@@ -47,7 +47,9 @@ mod task;
 
 pub use append::{append_batches, check_pushed_column, table_chunks};
 pub use compact::{compact, worth_compacting};
-pub use dictionaries::{AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, MERGE_COLUMNS};
+pub use dictionaries::{
+    AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, DICTIONARY_RUN_ROWS, MERGE_COLUMNS,
+};
 pub use encoding::Encoding;
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
@@ -292,8 +294,8 @@ pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<
 }
 
 /// `version` with the dictionary columns of every chunk encoded (chunks a write replaced
-/// with plain columns merged into their partitions' dictionaries, which re-encodes the
-/// partition when a dictionary grows). Runs parallel work: call it before taking the
+/// with plain columns merged into their partitions' open dictionary runs, which re-encodes
+/// a run when its dictionary grows). Runs parallel work: call it before taking the
 /// table's writer lock.
 pub fn encode_dictionaries(
     def: &wireload_storage::TableDef,

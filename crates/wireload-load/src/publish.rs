@@ -604,8 +604,8 @@ impl<'t> Appender<'t> {
         loop {
             let step = {
                 let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                let wanted = step_units(merged.units, grows);
-                while !pending.closed && ready_run(&pending.units, merged.units) < wanted {
+                let wanted = step_rows(&merged.version, grows);
+                while !pending.closed && ready_rows(&pending.units, merged.units) < wanted {
                     pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
                 }
                 let step = take_run(&mut pending.units, merged.units);
@@ -830,25 +830,32 @@ impl<'t> Appender<'t> {
     }
 }
 
-/// How many units in number order from `from` are ready.
-fn ready_run(units: &BTreeMap<usize, Unit>, from: usize) -> usize {
+/// Rows of the units in number order from `from` that are ready.
+fn ready_rows(units: &BTreeMap<usize, Unit>, from: usize) -> u64 {
     units
         .range(from..)
         .zip(from..)
         .take_while(|((n, _), want)| **n == *want)
-        .count()
+        .map(|((_, unit), _)| unit.rows().max(1))
+        .sum()
 }
 
-/// The fewest ready units an interleaved merge step takes once `merged` units are merged.
-/// A step of a table with dictionary columns re-encodes the codes of every row merged
-/// before it whose dictionary grew, and rebuilds the dictionary, so such a table at least
-/// doubles each step: the re-encoding stays within the table's rows in all (as a vector's
-/// doubling bounds its copies), not a multiple of the steps when units trickle in. Growing
-/// by half instead re-encoded twice the rows: lineitem pushed under queries, 1.49-1.52 CPU
-/// seconds of merge against 1.09-1.12 (bench/RESULTS.md, "Shared Loading"). Other tables
-/// take a unit as soon as it is ready.
-fn step_units(merged: usize, grows: bool) -> usize {
-    if grows { merged.max(1) } else { 1 }
+/// The fewest ready rows an interleaved merge step takes once `merged` is merged. A step of
+/// a table with dictionary columns re-encodes the rows of each open dictionary run whose
+/// dictionary grew and rebuilds the dictionary, so it takes at least as many rows as the
+/// largest open run holds: a run at least doubles each step, and the re-encoding stays
+/// within the run's rows in all (as a vector's doubling bounds its copies), not a multiple
+/// of the steps when units trickle in. Growing by half instead re-encoded twice the rows:
+/// lineitem pushed under queries, 1.49-1.52 CPU seconds of merge against 1.09-1.12
+/// (bench/RESULTS.md, "Shared Loading"). Runs are sealed at
+/// [`crate::DICTIONARY_RUN_ROWS`] rows, so no step waits for more. Other tables take a unit
+/// as soon as it is ready.
+fn step_rows(merged: &TableVersion, grows: bool) -> u64 {
+    if grows {
+        (dictionaries::open_run_rows(merged) as u64).max(1)
+    } else {
+        1
+    }
 }
 
 /// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
@@ -894,24 +901,29 @@ pub struct Published {
 
 #[cfg(test)]
 mod tests {
-    use super::step_units;
+    use std::collections::BTreeMap;
 
-    /// Merge steps an interleaved load of `units` units takes when each arrives alone.
-    fn steps(units: usize, grows: bool) -> usize {
-        let (mut merged, mut steps) = (0, 0);
-        while merged < units {
-            merged = (merged + step_units(merged, grows)).min(units);
-            steps += 1;
+    use super::{Sites, Unit, ready_rows};
+
+    fn unit(rows: usize) -> Unit {
+        Unit {
+            buffers: Vec::new(),
+            part_rows: vec![rows],
+            indexes: Vec::new(),
+            sites: Sites::default(),
         }
-        steps
     }
 
     #[test]
-    fn dictionary_tables_merge_in_growing_steps() {
-        assert_eq!(steps(73, false), 73);
-        // 1, 1, 2, 4, 8, 16, 32, 9 (the rest)
-        assert_eq!(steps(73, true), 8);
-        assert_eq!(step_units(0, true), 1);
-        assert_eq!(step_units(10, true), 10);
+    fn ready_rows_stop_at_the_first_gap() {
+        let units: BTreeMap<usize, Unit> =
+            [(3, unit(10)), (4, unit(0)), (5, unit(7)), (7, unit(100))]
+                .into_iter()
+                .collect();
+        // an empty unit counts as one row, so a step always takes it
+        assert_eq!(ready_rows(&units, 3), 18);
+        assert_eq!(ready_rows(&units, 5), 7);
+        assert_eq!(ready_rows(&units, 6), 0);
+        assert_eq!(ready_rows(&units, 0), 0);
     }
 }

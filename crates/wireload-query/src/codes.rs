@@ -1,8 +1,8 @@
 //! Filters evaluated on dictionary codes: because a partition's dictionary is sorted, the
 //! rows satisfying `col < v`, `col BETWEEN a AND b` or `col = v` are the rows whose code lies
 //! in one range, and `col IN (...)` a set of codes. The constant is translated to codes once
-//! per partition (a binary search in its dictionary); the scan then tests each row's code
-//! and drops the other rows before anything is decoded. A partition whose dictionary holds
+//! per dictionary run (a binary search in its dictionary); the scan then tests each row's
+//! code and drops the other rows before anything is decoded. A chunk whose dictionary holds
 //! no matching value is not read at all.
 //!
 //! ```text
@@ -18,8 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayData, ArrayRef, AsArray};
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{
     ArrowDictionaryKeyType, DataType, Schema, UInt8Type, UInt16Type, UInt32Type,
@@ -27,11 +28,11 @@ use arrow::datatypes::{
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Expr;
 use wireload_storage::dictionary::lower_bound;
-use wireload_storage::{Encoding, Partition, TableVersion};
+use wireload_storage::{Encoding, TableVersion};
 
 use crate::index::{Constraint, constrained_columns, constraints};
 
-/// The codes of one partition's dictionary that satisfy a constraint.
+/// The codes of one dictionary that satisfy a constraint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CodeSet {
     /// Codes `lo..hi` (empty when `lo >= hi`).
@@ -145,8 +146,8 @@ impl CodeSet {
     }
 }
 
-/// The code tests of one partition: (column, codes), all of which a row must pass.
-pub(crate) type PartitionTests = Vec<(usize, CodeSet)>;
+/// The code tests of one chunk: (column, codes), all of which a row must pass.
+pub(crate) type ChunkTests = Vec<(usize, CodeSet)>;
 
 /// For each filter, true when it constrains a column `version` stores in dictionaries (the
 /// scan can test it on codes).
@@ -161,14 +162,15 @@ pub(crate) fn pushdown(schema: &Schema, version: &TableVersion, filters: &[&Expr
         .collect()
 }
 
-/// The code tests `filters` give each partition of `version` (`schema`: the table's value
-/// types). A test is made only where every chunk of the partition is coded against the
-/// partition's dictionary.
+/// The code tests `filters` give each chunk of each partition of `version` (`schema`: the
+/// table's value types), against the dictionary the chunk's column is coded with: the
+/// chunks of one dictionary run share their tests. A chunk whose column is plain gets no
+/// test of it.
 pub(crate) fn plan(
     schema: &Schema,
     version: &TableVersion,
     filters: &[Expr],
-) -> Vec<PartitionTests> {
+) -> Vec<Vec<Arc<ChunkTests>>> {
     let cons: BTreeMap<usize, Constraint> = constraints(filters, schema)
         .into_iter()
         .filter(|(c, _)| version.encodings.get(*c) == Some(&Encoding::Dictionary))
@@ -177,32 +179,47 @@ pub(crate) fn plan(
         .partitions
         .iter()
         .map(|p| {
-            cons.iter()
-                .filter_map(|(&c, constraint)| {
-                    let dictionary = coded(p, c)?;
-                    Some((c, CodeSet::of(dictionary, constraint)?))
+            // the dictionaries of the run before and its tests
+            let mut run: Option<(Vec<Option<ArrayData>>, Arc<ChunkTests>)> = None;
+            p.chunks
+                .iter()
+                .map(|chunk| {
+                    let dictionaries: Vec<Option<&ArrayRef>> = cons
+                        .keys()
+                        .map(|&c| Some(chunk.column(c).as_any_dictionary_opt()?.values()))
+                        .collect();
+                    if let Some((before, tests)) = &run
+                        && same_dictionaries(before, &dictionaries)
+                    {
+                        return Arc::clone(tests);
+                    }
+                    let tests: ChunkTests = cons
+                        .iter()
+                        .zip(&dictionaries)
+                        .filter_map(|((&c, constraint), dictionary)| {
+                            Some((c, CodeSet::of(dictionary.as_ref()?, constraint)?))
+                        })
+                        .collect();
+                    let tests = Arc::new(tests);
+                    let data = dictionaries
+                        .iter()
+                        .map(|d| d.map(|d| d.to_data()))
+                        .collect();
+                    run = Some((data, Arc::clone(&tests)));
+                    tests
                 })
                 .collect()
         })
         .collect()
 }
 
-/// The dictionary of column `column` of partition `p`, when every chunk's column is a
-/// dictionary array over it.
-fn coded(p: &Partition, column: usize) -> Option<&ArrayRef> {
-    let dictionary = p.dictionary(column)?;
-    p.chunks
-        .iter()
-        .all(|chunk| {
-            let c = chunk.column(column);
-            match c.data_type() {
-                DataType::Dictionary(..) => {
-                    c.as_any_dictionary().values().len() == dictionary.len()
-                }
-                _ => false,
-            }
-        })
-        .then_some(dictionary)
+/// True when `now` are the same dictionaries (the same buffers) as `before`.
+fn same_dictionaries(before: &[Option<ArrayData>], now: &[Option<&ArrayRef>]) -> bool {
+    before.iter().zip(now).all(|(b, n)| match (b, n) {
+        (Some(b), Some(n)) => b.ptr_eq(&n.to_data()),
+        (None, None) => true,
+        _ => false,
+    })
 }
 
 #[cfg(test)]
@@ -309,5 +326,45 @@ mod tests {
                 .test(&Int64Array::from(vec![1]))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn each_dictionary_run_gets_tests_against_its_own_dictionary() {
+        use arrow::datatypes::Field;
+        use arrow::record_batch::RecordBatch;
+        use datafusion::prelude::{col, lit};
+        use wireload_storage::Partition;
+
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+        let coded = |values: &ArrayRef, codes: Vec<u8>| {
+            let column = DictionaryArray::new(UInt8Array::from(codes), Arc::clone(values));
+            RecordBatch::try_from_iter([("s", Arc::new(column) as ArrayRef)]).unwrap()
+        };
+        // a sealed run of two chunks, then an open run of one
+        let (first, second): (ArrayRef, ArrayRef) =
+            (dict(), Arc::new(StringArray::from(vec!["RAIL", "SHIP"])));
+        let plain = RecordBatch::try_from_iter([(
+            "s",
+            Arc::new(StringArray::from(vec!["MAIL"])) as ArrayRef,
+        )])
+        .unwrap();
+        let chunks = vec![
+            coded(&first, vec![2, 0]),
+            coded(&first, vec![1]),
+            coded(&second, vec![0, 1]),
+            plain,
+        ];
+        let mut version = TableVersion::empty(1, Arc::clone(&schema));
+        version.encodings = vec![Encoding::Dictionary];
+        version.partitions[0] = Partition::new(chunks);
+        let tests = plan(&schema, &version, &[col("s").eq(lit("MAIL"))]);
+        let t = &tests[0];
+        assert_eq!(t.len(), 4);
+        assert_eq!(*t[0], vec![(0, CodeSet::Range(2, 3))]);
+        assert!(Arc::ptr_eq(&t[0], &t[1]), "one run, one plan");
+        // no MAIL in the second run's dictionary: no code passes
+        assert!(t[2][0].1.is_empty());
+        // a plain chunk gets no test
+        assert!(t[3].is_empty());
     }
 }

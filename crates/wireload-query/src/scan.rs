@@ -41,7 +41,7 @@ use datafusion::physical_plan::{
 };
 use wireload_storage::{Deletions, RowId, TableDef, TableVersion, conform};
 
-use crate::codes::{self, PartitionTests};
+use crate::codes::{self, ChunkTests};
 use crate::index::IndexAccess;
 
 /// A row range of one chunk: the unit of work spread over output partitions.
@@ -54,13 +54,12 @@ struct Piece {
     live: usize,
 }
 
-/// A chunk of the snapshot, its deletions and the code tests of its partition (rows
-/// skipped when read).
+/// A chunk of the snapshot, its deletions and its code tests (rows skipped when read).
 #[derive(Debug, Clone)]
 struct ScanChunk {
     batch: RecordBatch,
     deleted: Option<Arc<Deletions>>,
-    tests: Arc<PartitionTests>,
+    tests: Arc<ChunkTests>,
 }
 
 impl ScanChunk {
@@ -159,12 +158,12 @@ impl SnapshotScanExec {
             Some(p) => Arc::new(table_schema.project(p)?),
             None => table_schema,
         };
-        // no tests: every partition shares one empty list
-        let none = Arc::new(PartitionTests::new());
-        let tests: Vec<_> = version
+        // no tests: every chunk shares one empty list
+        let none = Arc::new(ChunkTests::new());
+        let tests: Vec<Vec<_>> = version
             .partitions
             .iter()
-            .map(|_| Arc::clone(&none))
+            .map(|p| p.chunks.iter().map(|_| Arc::clone(&none)).collect())
             .collect();
         let chunks = scan_chunks(&version, &tests);
         let batch_size = batch_size.max(1);
@@ -188,21 +187,26 @@ impl SnapshotScanExec {
 
     /// This scan dropping the rows of dictionary columns whose codes fail `filters` (see
     /// [`codes`]; filters it cannot test on codes are ignored, DataFusion filters again) and
-    /// skipping partitions where none can pass.
+    /// skipping chunks where none can pass.
     pub(crate) fn with_code_filters(mut self, filters: &[Expr]) -> Self {
         let tests = codes::plan(&self.def.arrow_schema, &self.version, filters);
-        let mut columns: Vec<usize> = tests.iter().flatten().map(|(c, _)| *c).collect();
+        let mut columns: Vec<usize> = tests
+            .iter()
+            .flatten()
+            .flat_map(|t| t.iter())
+            .map(|(c, _)| *c)
+            .collect();
         if columns.is_empty() {
             return self;
         }
         columns.sort_unstable();
         columns.dedup();
+        // partitions with rows none of which can pass
         let skipped = tests
             .iter()
             .zip(&self.version.partitions)
-            .filter(|(t, p)| p.num_rows() > 0 && t.iter().any(|(_, codes)| codes.is_empty()))
+            .filter(|(t, p)| p.num_rows() > 0 && t.iter().all(|t| none_pass(t)))
             .count();
-        let tests: Vec<Arc<PartitionTests>> = tests.into_iter().map(Arc::new).collect();
         let chunks = scan_chunks(&self.version, &tests);
         let partitions = spread(&chunks, self.target_partitions, self.batch_size);
         self.properties = properties_of(&self.schema, partitions.len());
@@ -353,23 +357,32 @@ impl SnapshotScanExec {
     }
 }
 
-/// The chunks of `version` a scan reads, with the code tests of their partitions: chunks
-/// without live rows and partitions where a test passes no code are left out.
-fn scan_chunks(version: &TableVersion, tests: &[Arc<PartitionTests>]) -> Vec<ScanChunk> {
+/// The chunks of `version` a scan reads, with their code tests (`tests[p][c]`: chunk `c`
+/// of partition `p`): chunks without live rows or where a test passes no code are left out.
+fn scan_chunks(version: &TableVersion, tests: &[Vec<Arc<ChunkTests>>]) -> Vec<ScanChunk> {
     version
         .partitions
         .iter()
         .zip(tests)
-        .filter(|(_, t)| !t.iter().any(|(_, codes)| codes.is_empty()))
         .flat_map(|(p, t)| {
-            p.chunks.iter().enumerate().map(|(c, batch)| ScanChunk {
-                batch: batch.clone(),
-                deleted: p.deletions(c).cloned(),
-                tests: Arc::clone(t),
-            })
+            p.chunks
+                .iter()
+                .zip(t)
+                .enumerate()
+                .filter(|(_, (_, t))| !none_pass(t))
+                .map(|(c, (batch, t))| ScanChunk {
+                    batch: batch.clone(),
+                    deleted: p.deletions(c).cloned(),
+                    tests: Arc::clone(t),
+                })
         })
         .filter(|c| c.batch.num_rows() > c.deleted.as_ref().map_or(0, |d| d.deleted()))
         .collect()
+}
+
+/// True when a test of `tests` passes no code.
+fn none_pass(tests: &ChunkTests) -> bool {
+    tests.iter().any(|(_, codes)| codes.is_empty())
 }
 
 /// The properties of a scan with `schema` and `partitions` output partitions.

@@ -579,3 +579,92 @@ async fn filters_on_dictionary_columns_are_tested_on_codes() {
     assert!(analyzed.contains("code_filtered_rows="), "{analyzed}");
     assert!(!analyzed.contains("code_filtered_rows=0"), "{analyzed}");
 }
+
+/// Rows `from..to` of a table of an id, a repeating number and a text whose values spread
+/// over `distinct` (each followed by `suffix`, which makes them sort between the others).
+fn runs_csv(from: usize, to: usize, distinct: usize, suffix: &str) -> String {
+    let mut out = String::with_capacity((to - from) * 24);
+    for i in from..to {
+        let v = (i * 7919) % distinct;
+        writeln!(out, "{i},{},v{v:06}{suffix}", i % 1000).unwrap();
+    }
+    out
+}
+
+#[tokio::test]
+async fn tables_of_several_dictionary_runs_answer_as_plain_ones() {
+    let db = db(2);
+    let dir = tempfile::tempdir().unwrap();
+    // more rows than a dictionary run holds: the first load seals its run on the way
+    let big = wireload_load::DICTIONARY_RUN_ROWS + 40_000;
+    let first = file(&dir, "first.csv", &runs_csv(0, big, 60_000, ""));
+    // new values between the old ones start the run after the sealed one; old values join
+    // it too (each run has its own dictionary)
+    let second = file(&dir, "second.csv", &runs_csv(big, big + 3000, 500, "m"));
+    let third = file(
+        &dir,
+        "third.csv",
+        &runs_csv(big + 3000, big + 5000, 800, ""),
+    );
+    let columns = "id INT, k INT, v TEXT";
+    ok(&db, &format!("CREATE TABLE p ({columns})")).await;
+    ok(
+        &db,
+        &format!("CREATE TABLE q ({columns}) WITH (COMPRESSION = dictionary)"),
+    )
+    .await;
+    for data in [&first, &second, &third] {
+        for t in ["p", "q"] {
+            ok(&db, &format!("COPY {t} FROM {data}")).await;
+        }
+    }
+    // every run counts its own entries: the values of the third load twice
+    let distinct = query(&db, "SELECT count(DISTINCT v) FROM q").await[0][0]
+        .clone()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    let entries = storage(&db, "q").await[2].2.clone().unwrap();
+    assert!(
+        entries.parse::<usize>().unwrap() > distinct,
+        "{entries} entries for {distinct} distinct values: one run"
+    );
+    let same = [
+        "SELECT count(*), count(DISTINCT v), min(v), max(v) FROM {t}",
+        "SELECT v, count(*), sum(k) FROM {t} GROUP BY v ORDER BY v LIMIT 30",
+        "SELECT v, count(*) FROM {t} GROUP BY v ORDER BY count(*) DESC, v LIMIT 10",
+        "SELECT id, v FROM {t} ORDER BY v DESC, id LIMIT 40",
+        "SELECT id FROM {t} WHERE v = 'v000007' ORDER BY id",
+        "SELECT id FROM {t} WHERE v = 'v000007m' ORDER BY id",
+        "SELECT count(*) FROM {t} WHERE v BETWEEN 'v000100' AND 'v000200a'",
+        "SELECT count(*) FROM {t} WHERE v IN ('v000003', 'v000003m', 'v000003a', 'x')",
+        "SELECT count(*) FROM {t} WHERE v IN ('v000003m', 'v000004m')",
+        "SELECT count(*) FROM {t} WHERE v > 'v059990' OR v < 'v000002'",
+        "SELECT x.id, y.v FROM {t} x JOIN p y ON x.v = y.v AND x.id = y.id \
+         WHERE x.id % 50000 = 1 ORDER BY x.id",
+    ];
+    for sql in same {
+        let plain = query(&db, &sql.replace("{t}", "p")).await;
+        let dict = query(&db, &sql.replace("{t}", "q")).await;
+        assert!(!plain.is_empty(), "{sql}");
+        assert_eq!(plain, dict, "{sql}");
+    }
+    // a changed chunk of a sealed run joins the open one (here: every chunk of the first
+    // load, which the UPDATE touches all over)
+    for t in ["p", "q"] {
+        ok(
+            &db,
+            &format!("UPDATE {t} SET v = v || 'u', k = k + 1 WHERE id % 100003 = 5"),
+        )
+        .await;
+    }
+    for sql in same
+        .iter()
+        .chain(&["SELECT id, v FROM {t} WHERE v LIKE '%u' ORDER BY id"])
+    {
+        let plain = query(&db, &sql.replace("{t}", "p")).await;
+        let dict = query(&db, &sql.replace("{t}", "q")).await;
+        assert!(!plain.is_empty(), "{sql}");
+        assert_eq!(plain, dict, "after UPDATE: {sql}");
+    }
+}

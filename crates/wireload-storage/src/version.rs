@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray};
+use arrow::array::{ArrayData, ArrayRef, AsArray, BooleanArray};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::{Field, Schema, SchemaRef};
@@ -57,8 +57,9 @@ pub struct Partition {
     /// The deletions of chunk `i` at `i`; a chunk past the end, or `None`, has none.
     pub deleted: Vec<Option<Arc<Deletions>>>,
     /// The dictionary of column `i` at `i` (sorted, duplicate-free: code order is value
-    /// order), shared by the dictionary arrays of every chunk; a column past the end, or
-    /// `None`, has none.
+    /// order): the dictionary of the column's open run, the last chunks that share it,
+    /// which the next write extends (earlier runs' chunks hold their own); a column past
+    /// the end, or `None`, has none.
     pub dictionaries: Vec<Option<ArrayRef>>,
 }
 
@@ -85,15 +86,33 @@ impl Partition {
         self.dictionaries[column] = Some(dictionary);
     }
 
-    /// Bytes in memory of column `column`: every chunk's array, and the dictionary once.
+    /// Bytes in memory of column `column`: every chunk's array, and each dictionary once.
     pub fn column_bytes(&self, column: usize) -> usize {
         self.chunks
             .iter()
             .map(|b| column_bytes(b.column(column)))
             .sum::<usize>()
             + self
-                .dictionary(column)
-                .map_or(0, |d| d.to_data().get_slice_memory_size().unwrap_or(0))
+                .column_dictionaries(column)
+                .iter()
+                .map(|d| d.get_slice_memory_size().unwrap_or(0))
+                .sum::<usize>()
+    }
+
+    /// The distinct dictionaries the chunks of column `column` are coded against, in chunk
+    /// order (one per dictionary run).
+    pub fn column_dictionaries(&self, column: usize) -> Vec<ArrayData> {
+        let mut runs: Vec<ArrayData> = Vec::new();
+        for chunk in &self.chunks {
+            let Some(coded) = chunk.column(column).as_any_dictionary_opt() else {
+                continue;
+            };
+            let values = coded.values().to_data();
+            if !runs.iter().rev().any(|d| d.ptr_eq(&values)) {
+                runs.push(values);
+            }
+        }
+        runs
     }
 
     /// Rows in this partition (deleted rows not counted).
@@ -239,13 +258,13 @@ impl TableVersion {
         }
     }
 
-    /// Entries of column `column`'s dictionaries, summed over the partitions (None for a
-    /// column without dictionaries).
+    /// Entries of column `column`'s dictionaries, summed over the partitions and their
+    /// dictionary runs (None for a column without dictionaries).
     pub fn dictionary_entries(&self, column: usize) -> Option<usize> {
         (self.encodings.get(column) == Some(&Encoding::Dictionary)).then(|| {
             self.partitions
                 .iter()
-                .filter_map(|p| p.dictionary(column))
+                .flat_map(|p| p.column_dictionaries(column))
                 .map(|d| d.len())
                 .sum()
         })
