@@ -359,15 +359,14 @@ fn merge_jobs(
         .collect()
 }
 
-/// A chunk's column as a fragment to merge: plain values, or a client's dictionary and
-/// codes (checked by the merge).
+/// A chunk's column as a fragment to merge: plain values, or a dictionary array over a
+/// client's dictionary (which the merge checks; the codes are in range by Arrow's
+/// invariant, checked when the array was made).
 fn fragment(column: &ArrayRef) -> FragmentColumn {
-    match column.as_any_dictionary_opt() {
-        Some(d) => FragmentColumn::Encoded {
-            dictionary: Arc::clone(d.values()),
-            codes: Arc::new(arrow::array::make_array(d.keys().to_data())),
-        },
-        None => FragmentColumn::Plain(Arc::clone(column)),
+    if wireload_storage::is_dictionary(column.data_type()) {
+        FragmentColumn::Coded(Arc::clone(column))
+    } else {
+        FragmentColumn::Plain(Arc::clone(column))
     }
 }
 

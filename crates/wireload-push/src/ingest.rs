@@ -775,8 +775,11 @@ fn encoded_column(
                 }
                 used[k / 64] |= 1 << (k % 64);
             }
-            let array = DictionaryArray::<$t>::try_new(keys.clone(), Arc::clone(&d.values))
-                .map_err(|e| PushError::Protocol(format!("column \"{}\": {e}", col.name)))?;
+            // SAFETY: every non-null key was checked above to be below the dictionary's
+            // length (`try_new` would check each again: 3% of a push's server CPU)
+            let array = unsafe {
+                DictionaryArray::<$t>::new_unchecked(keys.clone(), Arc::clone(&d.values))
+            };
             Arc::new(array) as ArrayRef
         }};
     }

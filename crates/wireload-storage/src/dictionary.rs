@@ -46,6 +46,9 @@ pub enum FragmentColumn {
         /// One code per row into `dictionary`; a null code is a NULL value.
         codes: ArrayRef,
     },
+    /// A dictionary array (UInt8/16/32 codes) whose dictionary is validated before use; its
+    /// codes are in range by the invariant of Arrow's `DictionaryArray`, not checked again.
+    Coded(ArrayRef),
 }
 
 impl FragmentColumn {
@@ -54,6 +57,10 @@ impl FragmentColumn {
         match self {
             FragmentColumn::Plain(values) => values.data_type(),
             FragmentColumn::Encoded { dictionary, .. } => dictionary.data_type(),
+            FragmentColumn::Coded(array) => match array.as_any_dictionary_opt() {
+                Some(coded) => coded.values().data_type(),
+                None => array.data_type(),
+            },
         }
     }
 
@@ -62,6 +69,7 @@ impl FragmentColumn {
         match self {
             FragmentColumn::Plain(values) => values.len(),
             FragmentColumn::Encoded { codes, .. } => codes.len(),
+            FragmentColumn::Coded(array) => array.len(),
         }
     }
 
@@ -229,6 +237,32 @@ pub fn merge_column(
     existing: &[ArrayRef],
     incoming: Vec<FragmentColumn>,
 ) -> Result<MergedColumn> {
+    // `coded[i]`: fragment i's codes are in range (a dictionary array's), not checked again
+    let mut coded = vec![false; incoming.len()];
+    let incoming = incoming
+        .into_iter()
+        .enumerate()
+        .zip(&mut coded)
+        .map(|((index, fragment), coded)| match fragment {
+            FragmentColumn::Coded(array) => {
+                let Some(d) = array.as_any_dictionary_opt() else {
+                    return Err(DictionaryError::InvalidFragment {
+                        fragment: index,
+                        reason: format!(
+                            "a {} column, expected a dictionary array",
+                            array.data_type()
+                        ),
+                    });
+                };
+                *coded = true;
+                Ok(FragmentColumn::Encoded {
+                    dictionary: Arc::clone(d.values()),
+                    codes: arrow::array::make_array(d.keys().to_data()),
+                })
+            }
+            other => Ok(other),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let data_type = match (dictionary, incoming.first()) {
         (Some(dictionary), _) => dictionary.data_type().clone(),
         (None, Some(fragment)) => fragment.value_type().clone(),
@@ -267,7 +301,7 @@ pub fn merge_column(
     };
     dispatch!(
         &data_type,
-        K => merge_typed::<K>(&data_type, dictionary, existing, &incoming, &built),
+        K => merge_typed::<K>(&data_type, dictionary, existing, &incoming, &built, &coded),
         Err(DictionaryError::Unsupported(data_type.clone()))
     )
 }
@@ -1383,12 +1417,13 @@ fn check_existing(
 
 /// Prepares fragment `index` for the merge: the sort step of plain values, the validation
 /// of a client's dictionary and codes (not of those `built` by [`encode_fragment`] in this
-/// merge).
+/// merge; not of the codes when they are `coded`: a dictionary array's).
 fn source<'a, K: Kind>(
     index: usize,
     fragment: &'a FragmentColumn,
     data_type: &DataType,
     built: bool,
+    coded: bool,
 ) -> Result<Source<'a, K::Item<'a>>> {
     let invalid = |reason: String| {
         Err(DictionaryError::InvalidFragment {
@@ -1397,6 +1432,11 @@ fn source<'a, K: Kind>(
         })
     };
     match fragment {
+        // `merge_column` unpacks dictionary arrays before the merge
+        FragmentColumn::Coded(array) => invalid(format!(
+            "a {} array not unpacked for the merge",
+            array.data_type()
+        )),
         FragmentColumn::Plain(values) => {
             if values.data_type() != data_type {
                 return invalid(format!(
@@ -1450,7 +1490,7 @@ fn source<'a, K: Kind>(
                     codes.data_type()
                 ));
             };
-            if let Some((row, code)) = (!built)
+            if let Some((row, code)) = (!built && !coded)
                 .then(|| rows.first_out_of_range(codes.nulls(), dictionary.len()))
                 .flatten()
             {
@@ -1470,11 +1510,13 @@ fn source<'a, K: Kind>(
 }
 
 /// The source of an encoded fragment whose dictionary (of `entries` entries) another
-/// fragment of the same merge brought and had checked: only its codes are checked.
+/// fragment of the same merge brought and had checked: only its codes are checked (unless
+/// `coded`: a dictionary array's, in range).
 fn shared_source<'a, K: Kind>(
     index: usize,
     entries: usize,
     codes: &'a ArrayRef,
+    coded: bool,
 ) -> Result<Source<'a, K::Item<'a>>> {
     let invalid = |reason: String| {
         Err(DictionaryError::InvalidFragment {
@@ -1488,7 +1530,10 @@ fn shared_source<'a, K: Kind>(
             codes.data_type()
         ));
     };
-    if let Some((row, code)) = rows.first_out_of_range(codes.nulls(), entries) {
+    if let Some((row, code)) = (!coded)
+        .then(|| rows.first_out_of_range(codes.nulls(), entries))
+        .flatten()
+    {
         return invalid(format!(
             "code {code} at row {row} is out of range: the dictionary has {entries} entries"
         ));
@@ -1507,6 +1552,7 @@ fn merge_typed<'a, K: Kind>(
     existing: &[ArrayRef],
     incoming: &'a [FragmentColumn],
     built: &[bool],
+    coded: &[bool],
 ) -> Result<MergedColumn> {
     debug_assert!(
         dictionary.is_none_or(is_valid_dictionary),
@@ -1532,7 +1578,7 @@ fn merge_typed<'a, K: Kind>(
                         if Arc::ptr_eq(d, dictionary))
                 })
                 .unwrap_or(i),
-            FragmentColumn::Plain(_) => i,
+            FragmentColumn::Plain(_) | FragmentColumn::Coded(_) => i,
         })
         .collect();
     let sources = incoming
@@ -1540,9 +1586,9 @@ fn merge_typed<'a, K: Kind>(
         .enumerate()
         .map(|(index, fragment)| match fragment {
             FragmentColumn::Encoded { dictionary, codes } if owner[index] != index => {
-                shared_source::<K>(index, dictionary.len(), codes)
+                shared_source::<K>(index, dictionary.len(), codes, coded[index])
             }
-            _ => source::<K>(index, fragment, data_type, built[index]),
+            _ => source::<K>(index, fragment, data_type, built[index], coded[index]),
         })
         .collect::<Result<Vec<_>>>()?;
 
@@ -1702,6 +1748,8 @@ mod tests {
         /// Likewise with the codes read through a slice, after codes of the `unused` values
         /// (so the client's dictionary has entries that no code uses).
         EncodedSliced,
+        /// A client's dictionary and codes as one dictionary array.
+        Coded,
     }
 
     #[derive(Debug, Clone)]
@@ -1723,7 +1771,8 @@ mod tests {
             Just(Form::Plain),
             Just(Form::PlainSliced),
             Just(Form::Encoded),
-            Just(Form::EncodedSliced)
+            Just(Form::EncodedSliced),
+            Just(Form::Coded)
         ];
         (
             any::<bool>(),
@@ -1791,12 +1840,32 @@ mod tests {
                     let codes = codes.slice(case.unused.len(), values.len());
                     (plain(values), FragmentColumn::Encoded { dictionary, codes })
                 }
+                Form::Coded => {
+                    let values = plain(values);
+                    let (dictionary, codes) = encode_fragment(&values).unwrap();
+                    let array: ArrayRef = match codes.data_type() {
+                        DataType::UInt8 => Arc::new(DictionaryArray::new(
+                            codes.as_primitive::<UInt8Type>().clone(),
+                            dictionary,
+                        )),
+                        DataType::UInt16 => Arc::new(DictionaryArray::new(
+                            codes.as_primitive::<UInt16Type>().clone(),
+                            dictionary,
+                        )),
+                        _ => Arc::new(DictionaryArray::new(
+                            codes.as_primitive::<UInt32Type>().clone(),
+                            dictionary,
+                        )),
+                    };
+                    (values, FragmentColumn::Coded(array))
+                }
             };
             // What the fragment brings to the dictionary: its values, or a client's whole
             // dictionary (entries no code uses included).
             contributed.push(match &fragment {
                 FragmentColumn::Plain(values) => Arc::clone(values),
                 FragmentColumn::Encoded { dictionary, .. } => Arc::clone(dictionary),
+                FragmentColumn::Coded(array) => Arc::clone(array.as_any_dictionary().values()),
             });
             expected.push(values);
             fragments.push(fragment);
@@ -2317,6 +2386,61 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("out of range"), "{err}");
+    }
+
+    /// A dictionary array merges as its dictionary and codes do; its dictionary is still
+    /// checked, and anything else handed over as one is refused.
+    #[test]
+    fn dictionary_arrays_merge_as_their_parts_and_their_dictionary_is_checked() {
+        let dictionary: ArrayRef = Arc::new(StringArray::from(vec!["b", "d", "f"]));
+        let codes = UInt8Array::from(vec![Some(2), None, Some(0), Some(1), Some(2)]);
+        let array: ArrayRef = Arc::new(
+            DictionaryArray::<UInt8Type>::try_new(codes.clone(), Arc::clone(&dictionary)).unwrap(),
+        );
+        let extra: ArrayRef = Arc::new(StringArray::from(vec![Some("c"), Some("a")]));
+        let coded = merge_column(
+            None,
+            &[],
+            vec![
+                FragmentColumn::Coded(Arc::clone(&array)),
+                FragmentColumn::Plain(Arc::clone(&extra)),
+            ],
+        )
+        .unwrap();
+        let parts = merge_column(
+            None,
+            &[],
+            vec![
+                FragmentColumn::Encoded {
+                    dictionary: Arc::clone(&dictionary),
+                    codes: Arc::new(codes.clone()),
+                },
+                FragmentColumn::Plain(Arc::clone(&extra)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(coded.dictionary.as_ref(), parts.dictionary.as_ref());
+        assert_eq!(coded.incoming, parts.incoming);
+        let values: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("f"),
+            None,
+            Some("b"),
+            Some("d"),
+            Some("f"),
+        ]));
+        check_column(&coded.incoming[0], &coded.dictionary, &values);
+
+        let unsorted: ArrayRef = Arc::new(StringArray::from(vec!["d", "b"]));
+        let bad =
+            DictionaryArray::<UInt8Type>::try_new(UInt8Array::from(vec![0, 1]), unsorted).unwrap();
+        let err = merge_column(None, &[], vec![FragmentColumn::Coded(Arc::new(bad))]).unwrap_err();
+        assert!(err.to_string().contains("sorts before"), "{err}");
+        let err =
+            merge_column(None, &[], vec![FragmentColumn::Coded(Arc::clone(&extra))]).unwrap_err();
+        assert!(
+            err.to_string().contains("expected a dictionary array"),
+            "{err}"
+        );
     }
 
     /// A dictionary grows past 256 and then past 65536 entries: codes widen to UInt16 and
