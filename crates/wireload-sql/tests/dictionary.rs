@@ -76,6 +76,15 @@ async fn storage(db: &Database, table: &str) -> Vec<(String, String, Option<Stri
     .collect()
 }
 
+/// Asserts that `sql` (`{t}` standing for the table) answers something, and the same, on
+/// the plain table `p` and the dictionary table `q`; `when` prefixes the failure.
+async fn same_on_both(db: &Database, sql: &str, when: &str) {
+    let plain = query(db, &sql.replace("{t}", "p")).await;
+    let dict = query(db, &sql.replace("{t}", "q")).await;
+    assert!(!plain.is_empty(), "{when}{sql}");
+    assert_eq!(plain, dict, "{when}{sql}");
+}
+
 async fn ok(db: &Database, sql: &str) {
     run(db, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
@@ -140,10 +149,7 @@ async fn dictionary_tables_answer_as_plain_ones() {
         "SELECT upper(v) || t, day + 1, m * 2 FROM {t} WHERE id < 20",
     ];
     for sql in same {
-        let plain = query(&db, &sql.replace("{t}", "p")).await;
-        let dict = query(&db, &sql.replace("{t}", "q")).await;
-        assert!(!plain.is_empty(), "{sql}");
-        assert_eq!(plain, dict, "{sql}");
+        same_on_both(&db, sql, "").await;
     }
     // results leave the database plain
     let out = run(&db, "SELECT v, b FROM q LIMIT 1").await.unwrap();
@@ -644,10 +650,7 @@ async fn tables_of_several_dictionary_runs_answer_as_plain_ones() {
          WHERE x.id % 50000 = 1 ORDER BY x.id",
     ];
     for sql in same {
-        let plain = query(&db, &sql.replace("{t}", "p")).await;
-        let dict = query(&db, &sql.replace("{t}", "q")).await;
-        assert!(!plain.is_empty(), "{sql}");
-        assert_eq!(plain, dict, "{sql}");
+        same_on_both(&db, sql, "").await;
     }
     // a changed chunk of a sealed run joins the open one (here: every chunk of the first
     // load, which the UPDATE touches all over)
@@ -662,9 +665,6 @@ async fn tables_of_several_dictionary_runs_answer_as_plain_ones() {
         .iter()
         .chain(&["SELECT id, v FROM {t} WHERE v LIKE '%u' ORDER BY id"])
     {
-        let plain = query(&db, &sql.replace("{t}", "p")).await;
-        let dict = query(&db, &sql.replace("{t}", "q")).await;
-        assert!(!plain.is_empty(), "{sql}");
-        assert_eq!(plain, dict, "after UPDATE: {sql}");
+        same_on_both(&db, sql, "after UPDATE: ").await;
     }
 }
