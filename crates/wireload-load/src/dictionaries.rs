@@ -21,11 +21,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef};
 use arrow::record_batch::RecordBatch;
 use wireload_storage::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
 use wireload_storage::{
-    Encoding, Partition, TableDef, TableVersion, column_bytes, replace_columns,
+    Encoding, Partition, TableDef, TableVersion, coded_against, column_bytes, replace_columns,
 };
 
 use crate::error::LoadError;
@@ -198,28 +198,28 @@ impl Plan {
         run_rows: usize,
     ) -> Plan {
         let open = partition.dictionary(c);
-        let mut roles: Vec<Role> = (0..chunks.len())
-            .map(|k| match in_run(&chunks[k], c, open) {
-                Some(_) if k >= old => Role::Fragment,
-                Some(true) => Role::Open,
-                Some(false) => Role::Sealed,
+        let open_data = open.map(|d| d.to_data());
+        let roles = chunks
+            .iter()
+            .enumerate()
+            .map(|(k, chunk)| match coded_against(chunk.column(c)) {
                 None => Role::Fragment,
+                Some(_) if k >= old => Role::Fragment,
+                Some(d) if open_data.as_ref().is_some_and(|o| o.ptr_eq(&d)) => Role::Open,
+                Some(_) => Role::Sealed,
             })
             .collect();
-        let open_rows: usize = (0..old)
-            .filter(|&k| roles[k] == Role::Open)
-            .map(|k| chunks[k].num_rows())
-            .sum();
-        if open_rows < run_rows {
-            return Plan {
-                open: open.cloned(),
-                roles,
-            };
+        let mut plan = Plan {
+            open: open.cloned(),
+            roles,
+        };
+        if plan.open_rows(chunks) >= run_rows {
+            for role in plan.roles.iter_mut().filter(|r| **r == Role::Open) {
+                *role = Role::Sealed;
+            }
+            plan.open = None;
         }
-        for role in roles.iter_mut().filter(|r| **r == Role::Open) {
-            *role = Role::Sealed;
-        }
-        Plan { open: None, roles }
+        plan
     }
 
     /// The chunks of role `role`, in order.
@@ -228,13 +228,14 @@ impl Plan {
             .filter(|&k| self.roles[k] == role)
             .collect()
     }
-}
 
-/// Whether column `c` of `chunk` is coded against `open` (the same dictionary buffers); None
-/// when it is not coded.
-fn in_run(chunk: &RecordBatch, c: usize, open: Option<&ArrayRef>) -> Option<bool> {
-    let values = chunk.column(c).as_any_dictionary_opt()?.values();
-    Some(open.is_some_and(|open| open.to_data().ptr_eq(&values.to_data())))
+    /// Rows of `chunks` (the plan's) that the merge re-encodes when the dictionary grows.
+    fn open_rows(&self, chunks: &[RecordBatch]) -> usize {
+        self.chunks(Role::Open)
+            .into_iter()
+            .map(|k| chunks[k].num_rows())
+            .sum()
+    }
 }
 
 /// Rows of the largest open run of `version`'s dictionary columns that its next write
@@ -249,15 +250,7 @@ fn open_rows(version: &TableVersion, run_rows: usize) -> usize {
         (0..version.encodings.len()).filter(|&c| version.encodings[c] == Encoding::Dictionary);
     columns
         .flat_map(|c| version.partitions.iter().map(move |p| (p, c)))
-        .map(|(p, c)| {
-            let rows = p
-                .chunks
-                .iter()
-                .filter(|b| in_run(b, c, p.dictionary(c)) == Some(true))
-                .map(RecordBatch::num_rows)
-                .sum::<usize>();
-            if rows < run_rows { rows } else { 0 }
-        })
+        .map(|(p, c)| Plan::of(p, &p.chunks, p.chunks.len(), c, run_rows).open_rows(&p.chunks))
         .max()
         .unwrap_or(0)
 }

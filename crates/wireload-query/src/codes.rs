@@ -28,7 +28,7 @@ use arrow::datatypes::{
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Expr;
 use wireload_storage::dictionary::lower_bound;
-use wireload_storage::{Encoding, TableVersion};
+use wireload_storage::{Encoding, TableVersion, coded_against};
 
 use crate::index::{Constraint, constrained_columns, constraints};
 
@@ -184,27 +184,23 @@ pub(crate) fn plan(
             p.chunks
                 .iter()
                 .map(|chunk| {
-                    let dictionaries: Vec<Option<&ArrayRef>> = cons
+                    let data: Vec<Option<ArrayData>> = cons
                         .keys()
-                        .map(|&c| Some(chunk.column(c).as_any_dictionary_opt()?.values()))
+                        .map(|&c| coded_against(chunk.column(c)))
                         .collect();
                     if let Some((before, tests)) = &run
-                        && same_dictionaries(before, &dictionaries)
+                        && same_dictionaries(before, &data)
                     {
                         return Arc::clone(tests);
                     }
                     let tests: ChunkTests = cons
                         .iter()
-                        .zip(&dictionaries)
-                        .filter_map(|((&c, constraint), dictionary)| {
-                            Some((c, CodeSet::of(dictionary.as_ref()?, constraint)?))
+                        .filter_map(|(&c, constraint)| {
+                            let dictionary = chunk.column(c).as_any_dictionary_opt()?.values();
+                            Some((c, CodeSet::of(dictionary, constraint)?))
                         })
                         .collect();
                     let tests = Arc::new(tests);
-                    let data = dictionaries
-                        .iter()
-                        .map(|d| d.map(|d| d.to_data()))
-                        .collect();
                     run = Some((data, Arc::clone(&tests)));
                     tests
                 })
@@ -214,9 +210,9 @@ pub(crate) fn plan(
 }
 
 /// True when `now` are the same dictionaries (the same buffers) as `before`.
-fn same_dictionaries(before: &[Option<ArrayData>], now: &[Option<&ArrayRef>]) -> bool {
+fn same_dictionaries(before: &[Option<ArrayData>], now: &[Option<ArrayData>]) -> bool {
     before.iter().zip(now).all(|(b, n)| match (b, n) {
-        (Some(b), Some(n)) => b.ptr_eq(&n.to_data()),
+        (Some(b), Some(n)) => b.ptr_eq(n),
         (None, None) => true,
         _ => false,
     })

@@ -2,7 +2,7 @@
 //! version settled on, and the conversions between stored, scanned and plain batches.
 //!
 //! A dictionary column is stored per chunk as an Arrow dictionary array with codes of the
-//! narrowest width for its partition's dictionary (`UInt8`, `UInt16` or `UInt32`); scans
+//! narrowest width for its dictionary run's dictionary (`UInt8`, `UInt16` or `UInt32`); scans
 //! hand text to queries as `Dictionary(UInt32, Utf8)` (a plan's types do not depend on how
 //! many entries a dictionary has) and other types decoded; results leave the database plain.
 
@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
+use arrow::array::{Array, ArrayData, ArrayRef, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
@@ -183,6 +183,12 @@ pub fn conform_array(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, ArrowE
 /// True for an Arrow dictionary type.
 pub fn is_dictionary(ty: &DataType) -> bool {
     matches!(ty, DataType::Dictionary(_, _))
+}
+
+/// The dictionary a dictionary array is coded against, as data whose `ptr_eq` tells two
+/// chunks of one dictionary run (the same buffers); None for any other array.
+pub fn coded_against(column: &dyn Array) -> Option<ArrayData> {
+    Some(column.as_any_dictionary_opt()?.values().to_data())
 }
 
 /// `batch` with the columns in `replaced` (index, new array) swapped in; the schema follows

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayData, ArrayRef, AsArray, BooleanArray};
+use arrow::array::{ArrayData, ArrayRef, BooleanArray};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
-use crate::encoding::{Encoding, column_bytes, scan_type};
+use crate::encoding::{Encoding, coded_against, column_bytes, scan_type};
 use crate::index::TableIndex;
 
 /// The rows deleted from one chunk: a bitmap of its live rows (a published deletion
@@ -104,10 +104,9 @@ impl Partition {
     pub fn column_dictionaries(&self, column: usize) -> Vec<ArrayData> {
         let mut runs: Vec<ArrayData> = Vec::new();
         for chunk in &self.chunks {
-            let Some(coded) = chunk.column(column).as_any_dictionary_opt() else {
+            let Some(values) = coded_against(chunk.column(column)) else {
                 continue;
             };
-            let values = coded.values().to_data();
             if !runs.iter().rev().any(|d| d.ptr_eq(&values)) {
                 runs.push(values);
             }
