@@ -851,6 +851,8 @@ impl Compress<'_> {
         let partition = self.next_partition;
         self.next_partition += 1;
         let ncols = self.def.schema.columns.len();
+        // every piece the parse handed over counts against its bound, the empty ones too
+        let pieces = fragments.len();
         let fragments: Vec<RecordBatch> = fragments
             .into_iter()
             .filter(|b| b.num_rows() > 0 && b.num_columns() == ncols)
@@ -1008,7 +1010,7 @@ impl Compress<'_> {
         }
         self.steps.add("serialize", ser);
         let (lock, cv) = self.sent_count;
-        *lock.lock().unwrap_or_else(|p| p.into_inner()) += decider.consumed(fragments.len());
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) += pieces;
         cv.notify_all();
         Ok(())
     }
@@ -1182,8 +1184,6 @@ struct Decider {
     precision: u8,
     /// `auto`'s current choice (a static mode's behaviour)
     current: Mode,
-    /// fragments handed over since the last partition (empty fragments included)
-    taken: usize,
     bandwidth: Option<Bandwidth>,
     /// (nanoseconds blocked, socket bytes) at the last adaptation, and when
     blocked_at: (u64, u64, Instant),
@@ -1225,7 +1225,6 @@ impl Decider {
             encodable: described.columns.iter().map(|c| c.encodable).collect(),
             precision: opts.hll_precision,
             current: initial,
-            taken: 0,
             bandwidth: opts.bandwidth,
             blocked_at: (0, sent.load(Relaxed), Instant::now()),
             payload_at: (0, 0),
@@ -1297,18 +1296,10 @@ impl Decider {
 
     /// True when the current choice encodes nothing: fragments go out one by one.
     fn streams(&mut self, out: &Outbox, feedback: &Feedback) -> bool {
-        self.taken += 1;
         if self.mode == Mode::Auto {
             self.adapt(out, feedback);
         }
         self.current == Mode::None && !self.exploring()
-    }
-
-    /// Fragments consumed by the partition just sent (for the parse's memory bound).
-    fn consumed(&mut self, sent: usize) -> usize {
-        let n = self.taken.max(sent);
-        self.taken = 0;
-        n
     }
 
     /// `auto`, every 200 ms: the server's CPUs busy with other work than loads (queries)

@@ -376,6 +376,9 @@ pub struct BenchSharedArgs {
     /// `auto` with this share of its windows sent as text, fixed (push's `--text-share`).
     #[arg(long, value_name = "SHARE", value_parser = share)]
     pub text_share: Option<f64>,
+    /// Fragments per partition of every push (push's `--fragments`; default: push's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fragments: Option<u32>,
     /// Runs of every mode; figures are medians.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,

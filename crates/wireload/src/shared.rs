@@ -238,6 +238,7 @@ pub fn run(args: &BenchSharedArgs) -> Result<()> {
         "cpus": { "server": args.server_cpu, "client": args.client_cpu },
         "load_nice": args.load_nice,
         "text_share": args.text_share,
+        "fragments": args.fragments,
         "queries_alone": args.queries.then(|| serde_json::json!({
             "seconds": QUERIES_ALONE_SECONDS,
             "q1_p999_ms": median(alone.iter().filter_map(|a| a.0.p999_ms).collect()),
@@ -332,6 +333,7 @@ fn lineitem_for_queries(args: &BenchSharedArgs, exe: &Path, file: &Path) -> Resu
         modes: Vec::new(),
         lz4: false,
         text_share: None,
+        fragments: None,
         runs: 1,
         server_cpu: args.server_cpu,
         client_cpu: args.client_cpu,
@@ -504,6 +506,9 @@ fn one_load(
     }
     if let (Mode::Auto, Some(share)) = (mode, args.text_share) {
         cmd.arg("--text-share").arg(share.to_string());
+    }
+    if let Some(n) = args.fragments {
+        cmd.arg("--fragments").arg(n.to_string());
     }
     let out = cmd.output().context("running wireload push")?;
     let server_cpu_s = process_cpu(server.child.id()) - cpu0;
