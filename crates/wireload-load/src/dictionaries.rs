@@ -29,11 +29,17 @@ use wireload_storage::{
 };
 
 use crate::error::LoadError;
+use crate::publish::Unit;
 
 /// Partition columns merged at once.
 pub const MERGE_COLUMNS: usize = 2;
 /// Rows of an open dictionary run at which the next write seals it and starts a new run.
 pub const DICTIONARY_RUN_ROWS: usize = 1 << 20;
+/// Rows an open run must hold for a write of fragments over one dictionary of their own (a
+/// Shared Loading client's partition) to seal it early and become a run as it is, instead
+/// of being merged into it: smaller runs take the write in, so that many small pushes do not
+/// make many small runs.
+pub const ADOPT_AFTER_ROWS: usize = 1 << 16;
 /// Rows a write must bring before `COMPRESSION auto` decides.
 pub const AUTO_MIN_ROWS: usize = 10_000;
 /// Most dictionary entries per partition `auto` accepts.
@@ -55,15 +61,32 @@ pub(crate) fn encode(
     version: &mut TableVersion,
     added: Vec<Vec<RecordBatch>>,
 ) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
-    encode_in_runs(def, version, added, DICTIONARY_RUN_ROWS)
+    encode_in_runs(def, version, added, RunRows::default())
 }
 
-/// [`encode`] with open runs sealed at `run_rows` rows.
+/// Where runs end: an open run is sealed by the write after it holds `seal` rows, or by a
+/// write of fragments over one dictionary of their own after it holds `adopt` rows.
+#[derive(Debug, Clone, Copy)]
+struct RunRows {
+    seal: usize,
+    adopt: usize,
+}
+
+impl Default for RunRows {
+    fn default() -> Self {
+        RunRows {
+            seal: DICTIONARY_RUN_ROWS,
+            adopt: ADOPT_AFTER_ROWS,
+        }
+    }
+}
+
+/// [`encode`] with runs ending at `run_rows`.
 fn encode_in_runs(
     def: &TableDef,
     version: &mut TableVersion,
     added: Vec<Vec<RecordBatch>>,
-    run_rows: usize,
+    run_rows: RunRows,
 ) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
     if version.encodings.iter().all(|e| *e == Encoding::Plain) {
         return decode_plain(def, version, added);
@@ -189,13 +212,15 @@ struct Plan {
 
 impl Plan {
     /// The plan for column `c` of `partition`'s `chunks`, whose first `old` are the table's:
-    /// an open run of `run_rows` rows or more is sealed.
+    /// the open run is sealed when it holds `run_rows.seal` rows or more, or `run_rows.adopt`
+    /// or more and the added chunks are all coded against one other dictionary (a client's
+    /// partition, which the merge then takes as a run as it is).
     fn of(
         partition: &Partition,
         chunks: &[RecordBatch],
         old: usize,
         c: usize,
-        run_rows: usize,
+        run_rows: RunRows,
     ) -> Plan {
         let open = partition.dictionary(c);
         let open_data = open.map(|d| d.to_data());
@@ -213,7 +238,20 @@ impl Plan {
             open: open.cloned(),
             roles,
         };
-        if plan.open_rows(chunks) >= run_rows {
+        let open_rows = plan.open_rows(chunks);
+        let foreign = || {
+            let mut added = chunks[old.min(chunks.len())..]
+                .iter()
+                .map(|b| coded_against(b.column(c)));
+            match added.next() {
+                Some(Some(first)) => {
+                    added.all(|d| d.is_some_and(|d| d.ptr_eq(&first)))
+                        && !open_data.as_ref().is_some_and(|o| o.ptr_eq(&first))
+                }
+                _ => false,
+            }
+        };
+        if open_rows >= run_rows.seal || (open_rows >= run_rows.adopt && foreign()) {
             for role in plan.roles.iter_mut().filter(|r| **r == Role::Open) {
                 *role = Role::Sealed;
             }
@@ -241,11 +279,11 @@ impl Plan {
 /// Rows of the largest open run of `version`'s dictionary columns that its next write
 /// re-encodes when the dictionary grows (0 where that write starts a new run).
 pub(crate) fn open_run_rows(version: &TableVersion) -> usize {
-    open_rows(version, DICTIONARY_RUN_ROWS)
+    open_rows(version, RunRows::default())
 }
 
-/// [`open_run_rows`] with open runs sealed at `run_rows` rows.
-fn open_rows(version: &TableVersion, run_rows: usize) -> usize {
+/// [`open_run_rows`] with runs ending at `run_rows`.
+fn open_rows(version: &TableVersion, run_rows: RunRows) -> usize {
     let columns =
         (0..version.encodings.len()).filter(|&c| version.encodings[c] == Encoding::Dictionary);
     columns
@@ -253,6 +291,21 @@ fn open_rows(version: &TableVersion, run_rows: usize) -> usize {
         .map(|(p, c)| Plan::of(p, &p.chunks, p.chunks.len(), c, run_rows).open_rows(&p.chunks))
         .max()
         .unwrap_or(0)
+}
+
+/// True when `a` and `b` (units of one load) are not coded against different dictionaries:
+/// no column is dictionary-coded in both over two dictionaries.
+pub(crate) fn same_coding(a: &Unit, b: &Unit) -> bool {
+    let first = |u: &Unit| u.buffers.iter().flatten().next().cloned();
+    let (Some(a), Some(b)) = (first(a), first(b)) else {
+        return true;
+    };
+    a.columns().iter().zip(b.columns()).all(|(x, y)| {
+        match (coded_against(x.as_ref()), coded_against(y.as_ref())) {
+            (Some(x), Some(y)) => x.ptr_eq(&y),
+            _ => true,
+        }
+    })
 }
 
 /// Column `c` of a chunk as plain values.
@@ -426,9 +479,36 @@ mod tests {
             vec![Arc::new(StringArray::from(values.to_vec()))],
         )
         .unwrap();
-        let added = encode_in_runs(def, version, vec![vec![batch]], 4).unwrap();
+        let added = encode_in_runs(def, version, vec![vec![batch]], RUNS).unwrap();
         version.append(added);
     }
+
+    /// Appends a chunk coded against `dictionary` (a client's) with `codes`; returns its
+    /// column as handed over.
+    fn write_coded(
+        def: &TableDef,
+        version: &mut TableVersion,
+        dictionary: &ArrayRef,
+        codes: &[u8],
+    ) -> ArrayRef {
+        let column: ArrayRef = Arc::new(
+            arrow::array::DictionaryArray::<arrow::datatypes::UInt8Type>::try_new(
+                arrow::array::UInt8Array::from(codes.to_vec()),
+                Arc::clone(dictionary),
+            )
+            .unwrap(),
+        );
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("s", column.data_type().clone(), true),
+        ]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::clone(&column)]).unwrap();
+        let added = encode_in_runs(def, version, vec![vec![batch]], RUNS).unwrap();
+        version.append(added);
+        column
+    }
+
+    /// Runs of the tests: sealed at 4 rows, or at 2 by a client's partition.
+    const RUNS: RunRows = RunRows { seal: 4, adopt: 2 };
 
     /// The dictionary of each chunk.
     fn dictionaries(version: &TableVersion) -> Vec<ArrayRef> {
@@ -467,7 +547,7 @@ mod tests {
         let def = def();
         let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
         write(&def, &mut version, &["m", "c", "m"]);
-        assert_eq!(open_rows(&version, 4), 3);
+        assert_eq!(open_rows(&version, RUNS), 3);
         // 3 rows open, under 4: the chunk joins the run, whose dictionary grows
         write(&def, &mut version, &["z", "a"]);
         let d = dictionaries(&version);
@@ -475,7 +555,7 @@ mod tests {
         assert!(same(&d[0], &d[1]));
         assert!(same(&d[1], version.partitions[0].dictionary(0).unwrap()));
         // 5 rows open: sealed, none for the next write to re-encode
-        assert_eq!(open_rows(&version, 4), 0);
+        assert_eq!(open_rows(&version, RUNS), 0);
         write(&def, &mut version, &["b"]);
         let after = dictionaries(&version);
         assert!(
@@ -487,7 +567,7 @@ mod tests {
             &after[2],
             version.partitions[0].dictionary(0).unwrap()
         ));
-        assert_eq!(open_rows(&version, 4), 1);
+        assert_eq!(open_rows(&version, RUNS), 1);
         // the new run grows and is re-encoded; the sealed one stays as it was
         write(&def, &mut version, &["a", "b"]);
         let last = dictionaries(&version);
@@ -499,11 +579,40 @@ mod tests {
     }
 
     #[test]
+    fn a_clients_partition_becomes_a_run_as_it_is_once_the_open_run_holds_enough() {
+        let def = def();
+        let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
+        let strings = |v: &[&str]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+        let (d1, d2, d3) = (strings(&["a", "k"]), strings(&["b", "x"]), strings(&["c"]));
+        // no run yet: the partition's fragments are taken as they are, in one run
+        let first = write_coded(&def, &mut version, &d1, &[1, 0]);
+        let second = write_coded(&def, &mut version, &d1, &[0]);
+        let chunks = &version.partitions[0].chunks;
+        assert!(same(chunks[0].column(0), &first) && same(chunks[1].column(0), &second));
+        assert!(same(version.partitions[0].dictionary(0).unwrap(), &d1));
+        // 3 rows open, at least 2: the next partition seals the run and is a run of its own
+        let third = write_coded(&def, &mut version, &d2, &[1]);
+        let d = dictionaries(&version);
+        assert!(same(&d[0], &d1) && same(&d[1], &d1) && same(&d[2], &d2));
+        assert!(same(version.partitions[0].chunks[2].column(0), &third));
+        // 1 row open, under 2: not sealed by a third partition, which is merged in
+        write_coded(&def, &mut version, &d3, &[0]);
+        let d = dictionaries(&version);
+        assert_eq!(entries(&d[2]), ["b", "c", "x"]);
+        assert!(same(&d[2], &d[3]) && same(&d[0], &d1));
+        assert_eq!(rows(&version), ["k", "a", "a", "x", "c"]);
+        // a plain write into the open run of 2 rows: merged, as before
+        write(&def, &mut version, &["d"]);
+        assert_eq!(entries(&dictionaries(&version)[4]), ["b", "c", "d", "x"]);
+        assert_eq!(version.dictionary_entries(0), Some(6));
+    }
+
+    #[test]
     fn one_write_larger_than_a_run_is_one_run() {
         let def = def();
         let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
         write(&def, &mut version, &["e", "d", "c", "b", "a", "a"]);
-        assert_eq!(open_rows(&version, 4), 0);
+        assert_eq!(open_rows(&version, RUNS), 0);
         write(&def, &mut version, &["e"]);
         let d = dictionaries(&version);
         assert_eq!(entries(&d[0]), ["a", "b", "c", "d", "e"]);

@@ -608,7 +608,7 @@ impl<'t> Appender<'t> {
                 while !pending.closed && ready_rows(&pending.units, merged.units) < wanted {
                     pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
                 }
-                let step = take_run(&mut pending.units, merged.units);
+                let step = take_run(&mut pending.units, merged.units, grows);
                 if step.is_empty() {
                     // closed, and nothing more in order: done, or the parse failed
                     return Ok(merged);
@@ -651,7 +651,7 @@ impl<'t> Appender<'t> {
             std::mem::take(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()).units);
         let mut merged = Merged::new(&self.base);
         let all = units.len();
-        let step = take_run(&mut units, 0);
+        let step = take_run(&mut units, 0, false);
         if step.len() != all {
             return Err(LoadError::Options(format!(
                 "internal: {all} units handed over, not numbered 0..{all}"
@@ -859,10 +859,22 @@ fn step_rows(merged: &TableVersion, grows: bool) -> u64 {
 }
 
 /// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
-fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize) -> Vec<Unit> {
-    let mut run = Vec::new();
-    while let Some(u) = units.remove(&(from + run.len())) {
-        run.push(u);
+/// With `by_dictionary` (a table with dictionary columns) the step also ends before a unit
+/// coded against other dictionaries than the first unit (a Shared Loading client's next
+/// partition), so that each step's fragments share one dictionary per column and their
+/// merge can take them as they are ([`dictionaries`]).
+fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Vec<Unit> {
+    let mut run: Vec<Unit> = Vec::new();
+    while let Some(u) = units.get(&(from + run.len())) {
+        if by_dictionary
+            && run
+                .first()
+                .is_some_and(|first| !dictionaries::same_coding(first, u))
+        {
+            break;
+        }
+        let n = from + run.len();
+        run.extend(units.remove(&n));
     }
     run
 }

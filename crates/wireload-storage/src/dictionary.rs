@@ -237,6 +237,9 @@ pub fn merge_column(
     existing: &[ArrayRef],
     incoming: Vec<FragmentColumn>,
 ) -> Result<MergedColumn> {
+    if let Some(adopted) = adopt(dictionary, existing, &incoming) {
+        return Ok(adopted);
+    }
     // `coded[i]`: fragment i's codes are in range (a dictionary array's), not checked again
     let mut coded = vec![false; incoming.len()];
     let incoming = incoming
@@ -304,6 +307,56 @@ pub fn merge_column(
         K => merge_typed::<K>(&data_type, dictionary, existing, &incoming, &built, &coded),
         Err(DictionaryError::Unsupported(data_type.clone()))
     )
+}
+
+/// The merge when it has nothing to do: every fragment is a dictionary array over one
+/// dictionary (the same `Arc`: a client's partition dictionary), with the code width that
+/// dictionary's size gives, and that dictionary starts the column (no dictionary and no
+/// existing chunks; it is checked to be sorted and unique here) or is the partition's own.
+/// The fragments are then taken as they are: the Shared Loading server's merge of a pushed
+/// partition into storage of its own, which neither merges dictionaries nor re-encodes
+/// codes. None when the merge has work to do (or an input is invalid: the full merge
+/// names the problem).
+fn adopt(
+    dictionary: Option<&ArrayRef>,
+    existing: &[ArrayRef],
+    incoming: &[FragmentColumn],
+) -> Option<MergedColumn> {
+    let mut shared: Option<&ArrayRef> = None;
+    let mut arrays = Vec::with_capacity(incoming.len());
+    for fragment in incoming {
+        let FragmentColumn::Coded(array) = fragment else {
+            return None;
+        };
+        let values = array.as_any_dictionary_opt()?.values();
+        match shared {
+            None => shared = Some(values),
+            Some(first) if same_dictionary(first, values) => {}
+            Some(_) => return None,
+        }
+        arrays.push(Arc::clone(array));
+    }
+    let values = shared?;
+    let own = match dictionary {
+        Some(open) => same_dictionary(open, values),
+        None => existing.is_empty() && is_valid_dictionary(values),
+    };
+    let width = code_type(values.len());
+    if !own || arrays.iter().any(|a| key_type(a) != Some(&width)) {
+        return None;
+    }
+    Some(MergedColumn {
+        dictionary: Arc::clone(values),
+        // as the full merge says it: no existing chunk re-encoded, or none to re-encode
+        existing: dictionary.is_none().then(Vec::new),
+        incoming: arrays,
+    })
+}
+
+/// True when `a` and `b` are one dictionary: the same array, or arrays over the same
+/// buffers (a dictionary array rebuilt from its data holds its dictionary in a new `Arc`).
+fn same_dictionary(a: &ArrayRef, b: &ArrayRef) -> bool {
+    Arc::ptr_eq(a, b) || a.to_data().ptr_eq(&b.to_data())
 }
 
 /// True when `values` is a valid dictionary (supported type, no nulls, strictly ascending in
@@ -1575,7 +1628,7 @@ fn merge_typed<'a, K: Kind>(
                 .iter()
                 .position(|earlier| {
                     matches!(earlier, FragmentColumn::Encoded { dictionary: d, .. }
-                        if Arc::ptr_eq(d, dictionary))
+                        if same_dictionary(d, dictionary))
                 })
                 .unwrap_or(i),
             FragmentColumn::Plain(_) | FragmentColumn::Coded(_) => i,
@@ -2441,6 +2494,108 @@ mod tests {
             err.to_string().contains("expected a dictionary array"),
             "{err}"
         );
+    }
+
+    /// Fragments over one client dictionary start a column, or extend the run of that very
+    /// dictionary, as they are (the same dictionary and code arrays, nothing re-encoded);
+    /// another dictionary, a plain fragment, a wider code than the dictionary needs or an
+    /// unsorted dictionary go through the full merge, which gives the same values or names
+    /// the problem.
+    #[test]
+    fn fragments_over_one_client_dictionary_are_adopted_as_they_are() {
+        let dictionary: ArrayRef = Arc::new(StringArray::from(vec!["b", "d", "f"]));
+        let coded = |codes: Vec<Option<u8>>, d: &ArrayRef| -> ArrayRef {
+            Arc::new(
+                DictionaryArray::<UInt8Type>::try_new(UInt8Array::from(codes), Arc::clone(d))
+                    .unwrap(),
+            )
+        };
+        let (a, b) = (
+            coded(vec![Some(2), None, Some(0)], &dictionary),
+            coded(vec![Some(1), Some(1)], &dictionary),
+        );
+        let first = merge_column(
+            None,
+            &[],
+            vec![
+                FragmentColumn::Coded(Arc::clone(&a)),
+                FragmentColumn::Coded(Arc::clone(&b)),
+            ],
+        )
+        .unwrap();
+        assert!(Arc::ptr_eq(&first.dictionary, &dictionary));
+        assert_eq!(first.existing.as_ref().map(Vec::len), Some(0));
+        assert!(Arc::ptr_eq(&first.incoming[0], &a) && Arc::ptr_eq(&first.incoming[1], &b));
+        // more of the same partition: the run goes on, the existing chunks untouched
+        let c = coded(vec![Some(0)], &dictionary);
+        let more = merge_column(
+            Some(&first.dictionary),
+            &first.incoming,
+            vec![FragmentColumn::Coded(Arc::clone(&c))],
+        )
+        .unwrap();
+        assert!(Arc::ptr_eq(&more.dictionary, &dictionary));
+        assert!(more.existing.is_none() && Arc::ptr_eq(&more.incoming[0], &c));
+        let values = |v: Vec<Option<&str>>| -> ArrayRef { Arc::new(StringArray::from(v)) };
+
+        // an equal dictionary that is another Arc: merged (no new entry, nothing re-encoded)
+        let other: ArrayRef = Arc::new(StringArray::from(vec!["b", "d", "f"]));
+        let merged = merge_column(
+            Some(&first.dictionary),
+            &first.incoming,
+            vec![FragmentColumn::Coded(coded(vec![Some(2)], &other))],
+        )
+        .unwrap();
+        assert!(Arc::ptr_eq(&merged.dictionary, &dictionary));
+        check_column(
+            &merged.incoming[0],
+            &merged.dictionary,
+            &values(vec![Some("f")]),
+        );
+        // two dictionaries, or a plain fragment beside: the full merge
+        let grown: ArrayRef = Arc::new(StringArray::from(vec!["a", "d"]));
+        for second in [
+            FragmentColumn::Coded(coded(vec![Some(0)], &grown)),
+            FragmentColumn::Plain(values(vec![Some("a")])),
+        ] {
+            let m = merge_column(
+                None,
+                &[],
+                vec![FragmentColumn::Coded(Arc::clone(&a)), second],
+            )
+            .unwrap();
+            assert_eq!(m.dictionary.len(), 4);
+            check_column(
+                &m.incoming[0],
+                &m.dictionary,
+                &values(vec![Some("f"), None, Some("b")]),
+            );
+            check_column(&m.incoming[1], &m.dictionary, &values(vec![Some("a")]));
+        }
+        // codes wider than three entries need: re-encoded to the width the dictionary gives
+        let wide: ArrayRef = Arc::new(
+            DictionaryArray::<UInt16Type>::try_new(
+                UInt16Array::from(vec![1, 0]),
+                Arc::clone(&dictionary),
+            )
+            .unwrap(),
+        );
+        let narrowed = merge_column(None, &[], vec![FragmentColumn::Coded(wide)]).unwrap();
+        assert_eq!(key_type(&narrowed.incoming[0]), Some(&DataType::UInt8));
+        check_column(
+            &narrowed.incoming[0],
+            &narrowed.dictionary,
+            &values(vec![Some("d"), Some("b")]),
+        );
+        // an unsorted dictionary is not adopted: the merge names it
+        let unsorted: ArrayRef = Arc::new(StringArray::from(vec!["d", "b"]));
+        let err = merge_column(
+            None,
+            &[],
+            vec![FragmentColumn::Coded(coded(vec![Some(0)], &unsorted))],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("sorts before"), "{err}");
     }
 
     /// A dictionary grows past 256 and then past 65536 entries: codes widen to UInt16 and
