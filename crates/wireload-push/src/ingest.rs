@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray};
+use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, PrimitiveArray};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
@@ -775,11 +776,16 @@ fn encoded_column(
                 }
                 used[k / 64] |= 1 << (k % 64);
             }
+            // the codes in buffers of their own: storage may keep them as they are, and
+            // the frame's buffer holds every column of the fragment
+            let keys = PrimitiveArray::<$t>::new(
+                keys.values().to_vec().into(),
+                keys.nulls().map(own_nulls),
+            );
             // SAFETY: every non-null key was checked above to be below the dictionary's
             // length (`try_new` would check each again: 3% of a push's server CPU)
-            let array = unsafe {
-                DictionaryArray::<$t>::new_unchecked(keys.clone(), Arc::clone(&d.values))
-            };
+            let array =
+                unsafe { DictionaryArray::<$t>::new_unchecked(keys, Arc::clone(&d.values)) };
             Arc::new(array) as ArrayRef
         }};
     }
@@ -800,6 +806,16 @@ fn encoded_column(
     }
     drop(all);
     Ok(array)
+}
+
+/// `nulls` in a buffer of their own.
+fn own_nulls(nulls: &NullBuffer) -> NullBuffer {
+    let bits = nulls.inner().sliced();
+    NullBuffer::new(BooleanBuffer::new(
+        Buffer::from_slice_ref(bits.as_slice()),
+        0,
+        nulls.len(),
+    ))
 }
 
 /// `seq`: the files' bytes arrive whole first, then the server loads them as a local load
