@@ -12,6 +12,14 @@
 //! table has grown, where one dictionary per partition made every growing merge touch every
 //! row before it.
 //!
+//! A Shared Loading client's partition arrives coded against a dictionary of its own, which
+//! the merge takes as a run as it is (the paper's "create a new partition to avoid updating
+//! the dictionary compression"): fragments all coded against one such dictionary start a
+//! run, or extend the run of that very dictionary, with nothing merged or re-encoded; the
+//! next partition seals an open run of [`ADOPT_AFTER_ROWS`] rows or more early (smaller
+//! open runs take it in as any write), and the interleaved merge steps end at a client
+//! partition's boundary ([`same_coding`]).
+//!
 //! `COMPRESSION auto` columns are decided here, by the first write that brings at least
 //! [`AUTO_MIN_ROWS`] rows: a column is dictionary-encoded when samples of its fragments repeat
 //! values (fewer than half distinct), its partitions' dictionaries stay within

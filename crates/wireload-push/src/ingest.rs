@@ -766,15 +766,18 @@ fn encoded_column(
     macro_rules! mark {
         ($t:ty) => {{
             let keys = codes.as_primitive::<$t>();
-            for (row, &k) in keys.values().iter().enumerate() {
-                let k = k as usize;
-                if keys.is_null(row) {
-                    continue;
-                }
+            let values = keys.values();
+            let mut mark = |row: usize| {
+                let k = values[row] as usize;
                 if k >= entries {
                     return Err(out_of_range(row, k));
                 }
                 used[k / 64] |= 1 << (k % 64);
+                Ok(())
+            };
+            match keys.nulls() {
+                None => (0..values.len()).try_for_each(&mut mark)?,
+                Some(nulls) => nulls.valid_indices().try_for_each(&mut mark)?,
             }
             // the codes in buffers of their own: storage may keep them as they are, and
             // the frame's buffer holds every column of the fragment
