@@ -915,7 +915,13 @@ pub struct Published {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{Sites, Unit, ready_rows};
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, DictionaryArray, StringArray, UInt8Array};
+    use arrow::datatypes::UInt8Type;
+    use arrow::record_batch::RecordBatch;
+
+    use super::{Sites, Unit, ready_rows, take_run};
 
     fn unit(rows: usize) -> Unit {
         Unit {
@@ -937,5 +943,39 @@ mod tests {
         assert_eq!(ready_rows(&units, 5), 7);
         assert_eq!(ready_rows(&units, 6), 0);
         assert_eq!(ready_rows(&units, 0), 0);
+    }
+
+    /// A unit of one row: a plain column and one coded against `dictionary`.
+    fn coded_unit(dictionary: &ArrayRef) -> Unit {
+        let coded: ArrayRef = Arc::new(
+            DictionaryArray::<UInt8Type>::try_new(
+                UInt8Array::from(vec![0]),
+                Arc::clone(dictionary),
+            )
+            .unwrap(),
+        );
+        let plain: ArrayRef = Arc::new(StringArray::from(vec!["p"]));
+        let batch = RecordBatch::try_from_iter([("p", plain), ("c", coded)]).unwrap();
+        Unit {
+            buffers: vec![Some(batch)],
+            ..unit(1)
+        }
+    }
+
+    #[test]
+    fn a_step_of_a_dictionary_table_ends_at_a_clients_next_partition() {
+        let strings = |v: &[&str]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+        let (d1, d2) = (strings(&["a", "b"]), strings(&["a", "b"]));
+        let units = || -> BTreeMap<usize, Unit> {
+            [coded_unit(&d1), coded_unit(&d1), coded_unit(&d2), unit(1)]
+                .into_iter()
+                .enumerate()
+                .collect()
+        };
+        let mut by_dictionary = units();
+        assert_eq!(take_run(&mut by_dictionary, 0, true).len(), 2);
+        // the next step starts with the next partition; a unit without buffers goes with it
+        assert_eq!(take_run(&mut by_dictionary, 2, true).len(), 2);
+        assert_eq!(take_run(&mut units(), 0, false).len(), 4);
     }
 }

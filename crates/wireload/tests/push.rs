@@ -4,7 +4,8 @@
 //! and name the place, a push into a table changes nothing when it fails, two clients
 //! pushing at once give the union, a push over TLS trusts only the certificate it is
 //! given, a payload arrow's IPC decoder panics on is refused and logged as one warning, and
-//! a push of many small partitions ends (a regression).
+//! a push of many small partitions ends (a regression), and a client's large partitions are
+//! kept as dictionary runs of their own.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
@@ -609,6 +610,83 @@ fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
     assert_eq!(
         psql(&server, "SELECT count(*) FROM copied").trim(),
         (3 * once.iter().filter(|&&b| b == b'\n').count()).to_string()
+    );
+}
+
+/// A client's partitions of more than 2^16 rows are kept as dictionary runs of their own
+/// (the server merges no dictionaries): the table reads back as a local COPY of the file
+/// does, with one run per partition (`l_returnflag`'s 3 values repeated in each).
+#[test]
+fn large_pushed_partitions_become_runs_and_load_what_a_copy_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let generated = Command::new(env!("CARGO_BIN_EXE_wireload"))
+        .args(["gen", "tpch", "--sf", "0.01", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(generated.status.success());
+    // five copies of lineitem: 300,000 rows, about 36 MB
+    let once = std::fs::read(dir.path().join("lineitem.tbl")).unwrap();
+    let file = dir.path().join("lineitem5.tbl");
+    std::fs::write(&file, once.repeat(5)).unwrap();
+    let init = dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        format!(
+            "CREATE TABLE pushed ({LINEITEM}) WITH (COMPRESSION = dictionary);\n\
+             CREATE TABLE copied ({LINEITEM}) WITH (COMPRESSION = dictionary);\n\
+             COPY copied FROM '{}' WITH (FORMAT csv, DELIMITER '|');\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let server = serve(&init);
+    // 1 MiB fragments, 12 a partition: about 100,000 rows each
+    ok(&push(
+        &server,
+        &[
+            "--table",
+            "pushed",
+            "--mode",
+            "all",
+            "--delimiter",
+            "|",
+            "--chunk-mib",
+            "1",
+            "--fragments",
+            "12",
+            file.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        psql(&server, "SELECT * FROM pushed") == psql(&server, "SELECT * FROM copied"),
+        "the pushed table differs from a local load"
+    );
+    let entries = |t: &str| -> u64 {
+        psql(
+            &server,
+            &format!(
+                "SELECT dictionary_entries FROM wireload_columns \
+                 WHERE table_name = '{t}' AND column_name = 'l_returnflag'"
+            ),
+        )
+        .trim()
+        .parse()
+        .unwrap()
+    };
+    assert_eq!(entries("copied"), 3);
+    let runs = entries("pushed") / 3;
+    assert!((2..=4).contains(&runs), "{runs} runs");
+    // a filter on codes reads every run
+    assert_eq!(
+        psql(
+            &server,
+            "SELECT count(*) FROM pushed WHERE l_returnflag = 'R'"
+        ),
+        psql(
+            &server,
+            "SELECT count(*) FROM copied WHERE l_returnflag = 'R'"
+        )
     );
 }
 
