@@ -184,12 +184,11 @@ fn wide(rows: usize) -> (String, String) {
     (cols.join(", "), text)
 }
 
-#[test]
-fn every_mode_loads_what_a_local_copy_loads() {
-    let dir = tempfile::tempdir().unwrap();
+/// TPC-H SF 0.01 generated into `dir`; its lineitem file.
+fn tpch_lineitem(dir: &Path) -> std::path::PathBuf {
     let generated = Command::new(env!("CARGO_BIN_EXE_wireload"))
         .args(["gen", "tpch", "--sf", "0.01", "--out"])
-        .arg(dir.path())
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
@@ -197,7 +196,13 @@ fn every_mode_loads_what_a_local_copy_loads() {
         "{}",
         String::from_utf8_lossy(&generated.stderr)
     );
-    let lineitem = dir.path().join("lineitem.tbl");
+    dir.join("lineitem.tbl")
+}
+
+#[test]
+fn every_mode_loads_what_a_local_copy_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let lineitem = tpch_lineitem(dir.path());
     let (wide_cols, wide_text) = wide(30_000);
     let wide_csv = dir.path().join("wide.csv");
     std::fs::write(&wide_csv, &wide_text).unwrap();
@@ -540,26 +545,14 @@ fn two_clients_at_once_give_the_union_and_a_killed_one_nothing() {
     assert_eq!(psql(&server, "SELECT count(*) FROM t").trim(), "400000");
 }
 
-/// Regression (a push that hung): a streamed file's windows often end in a chunk that holds
-/// no record start, and the client's parse stage hands it over as an empty piece. The
-/// compress stage counted such a piece as sent only when it was not the one that filled its
-/// partition, so the parse's bound on pieces in flight drifted by one per such piece until
-/// the parse waited for room that never came: lineitem SF1 with `--fragments 2` hung after
-/// 4.5 million rows; with one-fragment partitions and one partition in flight, two such
-/// pieces were enough.
-#[test]
-fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
+/// A server with tables `pushed` and `copied` of lineitem (TPC-H SF 0.01, `copies` times in
+/// one file), `copied` loaded from the file by a local COPY; the file, and the directory
+/// that holds it.
+fn lineitem_copies(copies: usize) -> (tempfile::TempDir, std::path::PathBuf, Served) {
     let dir = tempfile::tempdir().unwrap();
-    let generated = Command::new(env!("CARGO_BIN_EXE_wireload"))
-        .args(["gen", "tpch", "--sf", "0.01", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(generated.status.success());
-    // three copies of lineitem: about 22 MB, a few dozen 1 MiB chunks and several windows
-    let once = std::fs::read(dir.path().join("lineitem.tbl")).unwrap();
-    let file = dir.path().join("lineitem3.tbl");
-    std::fs::write(&file, [&once[..], &once[..], &once[..]].concat()).unwrap();
+    let once = std::fs::read(tpch_lineitem(dir.path())).unwrap();
+    let file = dir.path().join(format!("lineitem{copies}.tbl"));
+    std::fs::write(&file, once.repeat(copies)).unwrap();
     let init = dir.path().join("init.sql");
     std::fs::write(
         &init,
@@ -572,6 +565,20 @@ fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
     )
     .unwrap();
     let server = serve(&init);
+    (dir, file, server)
+}
+
+/// Regression (a push that hung): a streamed file's windows often end in a chunk that holds
+/// no record start, and the client's parse stage hands it over as an empty piece. The
+/// compress stage counted such a piece as sent only when it was not the one that filled its
+/// partition, so the parse's bound on pieces in flight drifted by one per such piece until
+/// the parse waited for room that never came: lineitem SF1 with `--fragments 2` hung after
+/// 4.5 million rows; with one-fragment partitions and one partition in flight, two such
+/// pieces were enough.
+#[test]
+fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
+    // three copies of lineitem: about 22 MB, a few dozen 1 MiB chunks and several windows
+    let (_dir, file, server) = lineitem_copies(3);
     let mut child = Command::new(env!("CARGO_BIN_EXE_wireload"))
         .args(["--threads", "2", "push", "--server"])
         .arg(format!("http://127.0.0.1:{}", server.flight))
@@ -609,7 +616,12 @@ fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
     assert_eq!(sums("pushed"), sums("copied"));
     assert_eq!(
         psql(&server, "SELECT count(*) FROM copied").trim(),
-        (3 * once.iter().filter(|&&b| b == b'\n').count()).to_string()
+        std::fs::read(&file)
+            .unwrap()
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            .to_string()
     );
 }
 
@@ -618,29 +630,8 @@ fn a_push_counts_empty_chunks_against_its_bound_and_does_not_hang() {
 /// does, with one run per partition (`l_returnflag`'s 3 values repeated in each).
 #[test]
 fn large_pushed_partitions_become_runs_and_load_what_a_copy_loads() {
-    let dir = tempfile::tempdir().unwrap();
-    let generated = Command::new(env!("CARGO_BIN_EXE_wireload"))
-        .args(["gen", "tpch", "--sf", "0.01", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(generated.status.success());
     // five copies of lineitem: 300,000 rows, about 36 MB
-    let once = std::fs::read(dir.path().join("lineitem.tbl")).unwrap();
-    let file = dir.path().join("lineitem5.tbl");
-    std::fs::write(&file, once.repeat(5)).unwrap();
-    let init = dir.path().join("init.sql");
-    std::fs::write(
-        &init,
-        format!(
-            "CREATE TABLE pushed ({LINEITEM}) WITH (COMPRESSION = dictionary);\n\
-             CREATE TABLE copied ({LINEITEM}) WITH (COMPRESSION = dictionary);\n\
-             COPY copied FROM '{}' WITH (FORMAT csv, DELIMITER '|');\n",
-            file.display()
-        ),
-    )
-    .unwrap();
-    let server = serve(&init);
+    let (_dir, file, server) = lineitem_copies(5);
     // 1 MiB fragments, 12 a partition: about 100,000 rows each
     ok(&push(
         &server,
