@@ -29,7 +29,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef};
+use arrow::array::{Array, ArrayData, ArrayRef};
 use arrow::record_batch::RecordBatch;
 use wireload_storage::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
 use wireload_storage::{
@@ -231,14 +231,16 @@ impl Plan {
         run_rows: RunRows,
     ) -> Plan {
         let open = partition.dictionary(c);
-        let open_data = open.map(|d| d.to_data());
-        let roles = chunks
+        let is_open = |d: &ArrayData| open.is_some_and(|o| o.to_data().ptr_eq(d));
+        let coded: Vec<Option<ArrayData>> =
+            chunks.iter().map(|b| coded_against(b.column(c))).collect();
+        let roles = coded
             .iter()
             .enumerate()
-            .map(|(k, chunk)| match coded_against(chunk.column(c)) {
+            .map(|(k, d)| match d {
                 None => Role::Fragment,
                 Some(_) if k >= old => Role::Fragment,
-                Some(d) if open_data.as_ref().is_some_and(|o| o.ptr_eq(&d)) => Role::Open,
+                Some(d) if is_open(d) => Role::Open,
                 Some(_) => Role::Sealed,
             })
             .collect();
@@ -247,17 +249,15 @@ impl Plan {
             roles,
         };
         let open_rows = plan.open_rows(chunks);
-        let foreign = || {
-            let mut added = chunks[old.min(chunks.len())..]
-                .iter()
-                .map(|b| coded_against(b.column(c)));
-            match added.next() {
-                Some(Some(first)) => {
-                    added.all(|d| d.is_some_and(|d| d.ptr_eq(&first)))
-                        && !open_data.as_ref().is_some_and(|o| o.ptr_eq(&first))
-                }
-                _ => false,
+        // the added chunks all coded against one dictionary that is not the open run's
+        let foreign = || match coded.get(old..).unwrap_or_default() {
+            [Some(first), rest @ ..] => {
+                !is_open(first)
+                    && rest
+                        .iter()
+                        .all(|d| d.as_ref().is_some_and(|d| d.ptr_eq(first)))
             }
+            _ => false,
         };
         if open_rows >= run_rows.seal || (open_rows >= run_rows.adopt && foreign()) {
             for role in plan.roles.iter_mut().filter(|r| **r == Role::Open) {
@@ -301,18 +301,23 @@ fn open_rows(version: &TableVersion, run_rows: RunRows) -> usize {
         .unwrap_or(0)
 }
 
-/// True when `a` and `b` (units of one load) are not coded against different dictionaries:
-/// no column is dictionary-coded in both over two dictionaries.
-pub(crate) fn same_coding(a: &Unit, b: &Unit) -> bool {
-    let first = |u: &Unit| u.buffers.iter().flatten().next().cloned();
-    let (Some(a), Some(b)) = (first(a), first(b)) else {
-        return true;
-    };
-    a.columns().iter().zip(b.columns()).all(|(x, y)| {
-        match (coded_against(x.as_ref()), coded_against(y.as_ref())) {
-            (Some(x), Some(y)) => x.ptr_eq(&y),
-            _ => true,
-        }
+/// The dictionary each column of `unit` is coded against (None: plain); empty for a unit
+/// without rows.
+pub(crate) fn coding(unit: &Unit) -> Vec<Option<ArrayData>> {
+    let first = unit.buffers.iter().flatten().next();
+    first.map_or_else(Vec::new, |b| {
+        b.columns()
+            .iter()
+            .map(|a| coded_against(a.as_ref()))
+            .collect()
+    })
+}
+
+/// True when two units' [`coding`]s do not code any column against two dictionaries.
+pub(crate) fn same_coding(a: &[Option<ArrayData>], b: &[Option<ArrayData>]) -> bool {
+    a.iter().zip(b).all(|(x, y)| match (x, y) {
+        (Some(x), Some(y)) => x.ptr_eq(y),
+        _ => true,
     })
 }
 

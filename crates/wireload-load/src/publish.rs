@@ -865,13 +865,15 @@ fn step_rows(merged: &TableVersion, grows: bool) -> u64 {
 /// merge can take them as they are ([`dictionaries`]).
 fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Vec<Unit> {
     let mut run: Vec<Unit> = Vec::new();
+    let mut first = None;
     while let Some(u) = units.get(&(from + run.len())) {
-        if by_dictionary
-            && run
-                .first()
-                .is_some_and(|first| !dictionaries::same_coding(first, u))
-        {
-            break;
+        if by_dictionary {
+            let coding = dictionaries::coding(u);
+            match &first {
+                None => first = Some(coding),
+                Some(first) if !dictionaries::same_coding(first, &coding) => break,
+                Some(_) => {}
+            }
         }
         let n = from + run.len();
         run.extend(units.remove(&n));

@@ -785,10 +785,10 @@ fn encoded_column(
                 keys.values().to_vec().into(),
                 keys.nulls().map(own_nulls),
             );
-            let values = Arc::clone(&d.values);
+            let dictionary = Arc::clone(&d.values);
             // SAFETY: every non-null key was checked above to be below the dictionary's
             // length (`try_new` would check each again: 3% of a push's server CPU)
-            let array = unsafe { DictionaryArray::<$t>::new_unchecked(keys, values) };
+            let array = unsafe { DictionaryArray::<$t>::new_unchecked(keys, dictionary) };
             Arc::new(array) as ArrayRef
         }};
     }
