@@ -34,6 +34,39 @@ pub fn python() -> &'static Path {
     }
 }
 
+/// The port of `key=127.0.0.1:PORT` in a log line of `wireload serve` (its ready line names
+/// the addresses it listens on, so a test can give it port 0 rather than a port picked free
+/// beforehand, which another process can take meanwhile).
+pub fn logged_port(line: &str, key: &str) -> Option<u16> {
+    let plain = strip_ansi(line);
+    let prefix = format!("{key}=127.0.0.1:");
+    let at = plain.find(&prefix)? + prefix.len();
+    let digits: String = plain[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// `line` without its ANSI escape sequences (`ESC [ ... letter`, as tracing colours its
+/// fields).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A self-signed certificate for 127.0.0.1 and localhost made with openssl in `dir`:
 /// the paths of the certificate and of its private key (PEM).
 pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {

@@ -131,12 +131,24 @@ async fn serve(
     }
     let users = Arc::new(config.users.clone());
     let pg_listener = bind(config.listen, "PostgreSQL clients").await?;
+    // the addresses bound, so a port 0 in the configuration reads as the port it got
+    let pg_addr = pg_listener
+        .local_addr()
+        .context("cannot read the PostgreSQL listener's address")?;
     let flight_listener = match config.flight_listen {
         Some(addr) => Some(
             bind(addr, "Arrow Flight SQL clients")
                 .await?
                 .into_std()
                 .context("cannot hand the Flight listener to its runtime")?,
+        ),
+        None => None,
+    };
+    let flight_addr = match &flight_listener {
+        Some(listener) => Some(
+            listener
+                .local_addr()
+                .context("cannot read the Flight listener's address")?,
         ),
         None => None,
     };
@@ -183,8 +195,8 @@ async fn serve(
         })
     });
     tracing::info!(
-        postgres = %config.listen,
-        flight = %config.flight_listen.map_or("off".to_string(), |a| a.to_string()),
+        postgres = %pg_addr,
+        flight = %flight_addr.map_or("off".to_string(), |a| a.to_string()),
         users = ?users.names(),
         trust_local = config.trust_local,
         tls = config.tls.is_some(),

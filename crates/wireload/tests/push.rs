@@ -17,14 +17,6 @@ use std::time::{Duration, Instant};
 const USER: &str = "pat";
 const PASSWORD: &str = "push it";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The server, killed when dropped.
 struct Served {
     child: Child,
@@ -51,13 +43,12 @@ fn serve(init: &Path) -> Served {
 /// Starts `wireload serve` with user pat, `init` and `extra` flags, waits until it is
 /// ready.
 fn serve_with<S: AsRef<OsStr>>(init: &Path, extra: &[S]) -> Served {
-    let (pg, flight) = (free_port(), free_port());
     let tls = extra.iter().any(|a| a.as_ref() == "--tls-cert");
     let mut child = Command::new(env!("CARGO_BIN_EXE_wireload"))
         .args(["--threads", "2", "serve", "--listen"])
-        .arg(format!("127.0.0.1:{pg}"))
+        .arg("127.0.0.1:0")
         .arg("--flight-listen")
-        .arg(format!("127.0.0.1:{flight}"))
+        .arg("127.0.0.1:0")
         .arg("--init")
         .arg(init)
         .args(extra)
@@ -76,6 +67,12 @@ fn serve_with<S: AsRef<OsStr>>(init: &Path, extra: &[S]) -> Served {
                 let ready = line.contains("wireload serve is ready");
                 log.push(line);
                 if ready {
+                    // it listens on port 0 and names the ports it got
+                    let port = |key| {
+                        wireload_clients::logged_port(log.last().unwrap(), key)
+                            .unwrap_or_else(|| panic!("no {key} port in {log:?}"))
+                    };
+                    let (pg, flight) = (port("postgres"), port("flight"));
                     let log = Arc::new(Mutex::new(log));
                     let kept = Arc::clone(&log);
                     std::thread::spawn(move || {

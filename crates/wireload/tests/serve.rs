@@ -5,17 +5,15 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free port on 127.0.0.1.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The server, started with `args`, stopped (SIGKILL) when dropped if still running.
 struct Served(Child);
+
+/// The port `key` (postgres or flight) of the server that wrote `log`: it listens on port
+/// 0 and its ready line, the last, names the port it got.
+fn port(log: &[String], key: &str) -> u16 {
+    let line = log.last().expect("a ready line");
+    wireload_clients::logged_port(line, key).unwrap_or_else(|| panic!("no {key} port in {line}"))
+}
 
 impl Drop for Served {
     fn drop(&mut self) {
@@ -61,15 +59,15 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (Served, Vec<String>) {
     panic!("the server did not get ready:\n{}", log.join("\n"));
 }
 
-/// `wireload serve` on `ports` (PostgreSQL, Flight) for user ops/pw, with `extra` flags and
-/// an init script (in `dir`) that creates `table` (`name (columns)`) and loads `csv` into it.
+/// `wireload serve` on ports of its own for user ops/pw, with `extra` flags and an init
+/// script (in `dir`) that creates `table` (`name (columns)`) and loads `csv` into it; returns
+/// it, its PostgreSQL and Flight ports, and its log.
 fn serve_loaded(
     dir: &std::path::Path,
     table: &str,
     csv: &str,
-    ports: (u16, u16),
     extra: &[&str],
-) -> (Served, Vec<String>) {
+) -> (Served, (u16, u16), Vec<String>) {
     let file = dir.join("data.csv");
     std::fs::write(&file, csv).unwrap();
     let init = dir.join("init.sql");
@@ -82,23 +80,21 @@ fn serve_loaded(
         ),
     )
     .unwrap();
-    let (listen, flight) = (
-        format!("127.0.0.1:{}", ports.0),
-        format!("127.0.0.1:{}", ports.1),
-    );
     let mut args = vec![
         "--listen",
-        &listen,
+        "127.0.0.1:0",
         "--flight-listen",
-        &flight,
+        "127.0.0.1:0",
         "--init",
         init.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    serve(
+    let (served, log) = serve(
         &args,
         &[("WIRELOAD_USER", "ops"), ("WIRELOAD_PASSWORD", "pw")],
-    )
+    );
+    let ports = (port(&log, "postgres"), port(&log, "flight"));
+    (served, ports, log)
 }
 
 fn psql(port: u16, user: &str, password: &str, sql: &str) -> std::process::Output {
@@ -115,12 +111,10 @@ fn psql(port: u16, user: &str, password: &str, sql: &str) -> std::process::Outpu
 #[test]
 fn serve_starts_from_the_environment_runs_init_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, flight) = (free_port(), free_port());
-    let (mut served, log) = serve_loaded(
+    let (mut served, (port, flight), log) = serve_loaded(
         dir.path(),
         "cities (id INT PRIMARY KEY, name TEXT)",
         "1,Lyon\n2,Zürich\n3,Kyoto\n",
-        (port, flight),
         &[],
     );
     assert!(
@@ -189,16 +183,14 @@ fn serve_refuses_to_start_without_users_or_trust() {
 #[test]
 fn serve_takes_a_config_file() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let config = dir.path().join("serve.toml");
     std::fs::write(
         &config,
-        format!(
-            "listen = \"127.0.0.1:{port}\"\n[limits]\nmax_connections = 1\n[[users]]\nname = \"cfg\"\npassword = \"secret\"\n"
-        ),
+        "listen = \"127.0.0.1:0\"\n[limits]\nmax_connections = 1\n[[users]]\nname = \"cfg\"\npassword = \"secret\"\n",
     )
     .unwrap();
-    let (_served, _) = serve(&["--config", config.to_str().unwrap(), "--no-flight"], &[]);
+    let (_served, log) = serve(&["--config", config.to_str().unwrap(), "--no-flight"], &[]);
+    let port = port(&log, "postgres");
     let out = psql(port, "cfg", "secret", "SELECT 'configured'");
     assert!(
         out.status.success(),
@@ -255,12 +247,10 @@ fn thread_nices(pid: u32) -> Vec<(String, i64)> {
 #[test]
 fn load_nice_lowers_the_load_threads_and_not_the_query_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, flight) = (free_port(), free_port());
-    let (served, _) = serve_loaded(
+    let (served, (port, _), _) = serve_loaded(
         dir.path(),
         "t (id INT, name TEXT)",
         "1,a\n2,b\n",
-        (port, flight),
         &["--load-nice", "7"],
     );
     let out = psql(port, "ops", "pw", "INSERT INTO t VALUES (3, 'c')");
