@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, PrimitiveArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, MutableArrayData, PrimitiveArray, make_array,
+};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
@@ -631,7 +633,7 @@ fn dictionary_piece(
     shared: &Shared<'_>,
     column: usize,
     entries: u64,
-    body: &[u8],
+    body: &Bytes,
 ) -> Result<ArrayRef, PushError> {
     let def = shared.def;
     let col = def.schema.columns.get(column).ok_or_else(|| {
@@ -696,7 +698,7 @@ fn dictionary(
 /// arrays over the client's dictionary), every value checked.
 fn fragment_batch(
     shared: &Shared<'_>,
-    body: &[u8],
+    body: &Bytes,
     rows: u64,
     first_row: u64,
     dictionaries: &[(usize, Arc<ClientDictionary>)],
@@ -718,7 +720,14 @@ fn fragment_batch(
         let array = match dictionaries.iter().find(|(dc, _)| *dc == c) {
             None => {
                 check_pushed_column(shared.file, c, col, array, first_row)?;
-                Arc::clone(array)
+                if shared.encodable[c] {
+                    // storage encodes it and keeps none of the frame
+                    Arc::clone(array)
+                } else {
+                    // stored as it is: in buffers of its own, not slices of the frame's
+                    // buffer, which holds every column of the fragment
+                    own_buffers(array)?
+                }
             }
             Some((_, d)) => encoded_column(shared, c, array, d, first_row)?,
         };
@@ -766,19 +775,8 @@ fn encoded_column(
     macro_rules! mark {
         ($t:ty) => {{
             let keys = codes.as_primitive::<$t>();
-            let values = keys.values();
-            let mut mark = |row: usize| {
-                let k = values[row] as usize;
-                if k >= entries {
-                    return Err(out_of_range(row, k));
-                }
-                used[k / 64] |= 1 << (k % 64);
-                Ok(())
-            };
-            match keys.nulls() {
-                None => (0..values.len()).try_for_each(&mut mark)?,
-                Some(nulls) => nulls.valid_indices().try_for_each(&mut mark)?,
-            }
+            crate::codes::mark_used(keys.values(), keys.nulls(), entries, &mut used)
+                .map_err(|e| out_of_range(e.row, e.code))?;
             // the codes in buffers of their own: storage may keep them as they are, and
             // the frame's buffer holds every column of the fragment
             let keys = PrimitiveArray::<$t>::new(
@@ -809,6 +807,15 @@ fn encoded_column(
     }
     drop(all);
     Ok(array)
+}
+
+/// `array` in buffers of its own.
+fn own_buffers(array: &ArrayRef) -> Result<ArrayRef, PushError> {
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+    copy.try_extend(0, 0, data.len())
+        .map_err(|e| PushError::Protocol(format!("a fragment column: {e}")))?;
+    Ok(make_array(copy.freeze()))
 }
 
 /// `nulls` in a buffer of their own.

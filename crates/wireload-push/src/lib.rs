@@ -10,7 +10,8 @@
 //! - [`hll`], [`size`]: the estimates `SL_S` decides on;
 //! - [`protocol`]: the frames of a push (Arrow IPC payloads in Arrow Flight `DoPut`);
 //! - [`client`]: the client pipeline and its modes;
-//! - [`ingest`]: the server side (validation, units for the append/publish stage);
+//! - [`ingest`]: the server side (validation, units for the append/publish stage), and
+//!   `codes`, its check of an encoded column's codes;
 //! - [`throttle`]: a token bucket on the client's socket;
 //! - [`pipe`]: the `pipe` baseline;
 //! - [`account`]: CPU time per process, thread and step.
@@ -18,6 +19,7 @@
 
 pub mod account;
 pub mod client;
+mod codes;
 mod error;
 pub mod hll;
 pub mod ingest;

@@ -21,6 +21,7 @@ use arrow::record_batch::RecordBatch;
 use arrow_ipc::CompressionType;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use wireload_types::SqlType;
 
@@ -311,19 +312,20 @@ pub fn encode_batch(batch: &RecordBatch, lz4: bool) -> Result<Vec<u8>, PushError
 
 /// Decodes a payload of [`encode_batch`]: exactly one record batch, validated (the IPC
 /// reader builds every array with full validation: offsets, lengths, UTF-8). The payload is
-/// decoded from memory, message by message, so lengths it states are never allocated
+/// decoded in place (arrays over its bytes; a buffer not aligned for its type is copied),
+/// message by message, so lengths it states are never allocated
 /// before the bytes are there (arrow's `StreamReader` allocates a message's stated body
 /// length up front: a forged one aborts the process). A payload the decoder panics on
 /// (arrow-ipc 59 asserts some buffer lengths instead of checking them: a validity buffer
 /// shorter than its array, a buffer past the body) is refused like any other malformed one.
-pub fn decode_batch(payload: &[u8]) -> Result<RecordBatch, PushError> {
+pub fn decode_batch(payload: &Bytes) -> Result<RecordBatch, PushError> {
     let bad = |e: String| PushError::Protocol(format!("malformed IPC payload: {e}"));
     check_stated_lengths(payload).map_err(bad)?;
     // unwind safe: the closure only reads the payload, which a panic leaves as it was
     let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         untrusted(|| {
             let mut decoder = StreamDecoder::new();
-            let mut buffer = Buffer::from(payload);
+            let mut buffer = Buffer::from(payload.clone());
             let mut batches = Vec::with_capacity(1);
             while let Some(batch) = decoder
                 .decode(&mut buffer)
@@ -553,7 +555,7 @@ mod tests {
                     let mut forged = bytes.clone();
                     forged[at] ^= 1 << bit;
                     // Ok (a flip that keeps the batch valid) or a refusal, never a panic
-                    if let Err(e) = decode_batch(&forged) {
+                    if let Err(e) = decode_batch(&Bytes::from(forged)) {
                         let e = e.to_string();
                         assert!(e.contains("malformed IPC payload"), "{e}");
                         panicked += usize::from(e.contains("Buffer") || e.contains("buffer not"));
@@ -594,17 +596,20 @@ mod tests {
         .unwrap();
         for lz4 in [false, true] {
             let bytes = encode_batch(&batch, lz4).unwrap();
-            assert_eq!(decode_batch(&bytes).unwrap(), batch);
+            assert_eq!(decode_batch(&Bytes::from(bytes.clone())).unwrap(), batch);
             // every truncation is refused, never a panic
             for cut in [0, 1, 8, bytes.len() / 2, bytes.len() - 9] {
-                assert!(decode_batch(&bytes[..cut]).is_err(), "cut at {cut}");
+                assert!(
+                    decode_batch(&Bytes::copy_from_slice(&bytes[..cut])).is_err(),
+                    "cut at {cut}"
+                );
             }
         }
         // invalid UTF-8 inside a string buffer is refused
         let mut bytes = encode_batch(&batch, false).unwrap();
         let at = bytes.windows(3).position(|w| w == b"zzz").unwrap();
         bytes[at] = 0xff;
-        let err = decode_batch(&bytes).unwrap_err().to_string();
+        let err = decode_batch(&Bytes::from(bytes)).unwrap_err().to_string();
         assert!(err.contains("malformed"), "{err}");
     }
 }
