@@ -73,9 +73,11 @@ pub struct PushOptions {
     pub fragments_per_partition: usize,
     /// Partitions the files are cut into at least, by their size: a partition's fragments
     /// are sent only after its dictionaries are merged, so a push of a single partition does
-    /// all of the client's work before the first byte goes out. The paper's 50 fragments a
-    /// partition assume files of many partitions; a smaller push gets partitions of
-    /// `ceil(fragments / min_partitions)` fragments (1: no lower bound).
+    /// all of the client's work before the first byte goes out, and they then arrive
+    /// together, so the server's work on a partition comes in one burst that queries
+    /// running beside it pay for. The paper's 50 fragments a partition assume files of many
+    /// partitions; a smaller push gets partitions of `ceil(fragments / min_partitions)`
+    /// fragments (1: no lower bound).
     pub min_partitions: usize,
     /// Partitions parsed and not yet sent before the parse waits (the paper: 7).
     pub partitions_in_flight: usize,
@@ -103,7 +105,7 @@ impl PushOptions {
             dialect: Dialect::default(),
             chunk_bytes: 10 << 20,
             fragments_per_partition: 50,
-            min_partitions: 4,
+            min_partitions: 16,
             partitions_in_flight: 7,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             bandwidth: None,
@@ -1630,10 +1632,10 @@ mod tests {
     fn small_pushes_are_cut_into_at_least_min_partitions() {
         let opts = PushOptions::new("http://127.0.0.1:1", "t", Mode::All);
         let mib = |n: u64| n << 20;
-        // lineitem SF1 (725 MiB, 73 fragments): 4 partitions of 19
-        assert_eq!(partition_fragments(&opts, mib(725)), 19);
-        // 320 MB: 32 fragments in 4 partitions of 8
-        assert_eq!(partition_fragments(&opts, 319_748_676), 8);
+        // lineitem SF1 (725 MiB, 73 fragments): 15 partitions of 5
+        assert_eq!(partition_fragments(&opts, mib(725)), 5);
+        // 320 MB: 31 fragments in 16 partitions of 2
+        assert_eq!(partition_fragments(&opts, 319_748_676), 2);
         // a large file: the paper's 50
         assert_eq!(partition_fragments(&opts, mib(100_000)), 50);
         // a small one: one fragment a partition, an empty one too

@@ -88,8 +88,9 @@ pub struct PushArgs {
     /// MiB of file per fragment.
     #[arg(long, default_value_t = 10, value_name = "MIB")]
     pub chunk_mib: usize,
-    /// Fragments per partition (default: 50, fewer when the files make fewer than 4
-    /// partitions of 50, so that sending starts early).
+    /// Fragments per partition (default: 50, fewer when the files make fewer than 16
+    /// partitions of 50, so that sending starts early and the server's work on each
+    /// partition is a small burst).
     #[arg(long, value_name = "N")]
     pub fragments: Option<usize>,
     /// Partitions parsed ahead of the network at most.
