@@ -8,12 +8,12 @@ for i in $(seq 100); do grep -q "is ready" /tmp/prof-$NAME.serve.log && break; s
 P="psql -X -q -h 127.0.0.1 -p 45433 -U x -d wireload"
 $P -c "CREATE TABLE w ($cols) WITH (COMPRESSION = dictionary); CREATE TABLE t ($cols) WITH (COMPRESSION = dictionary)"
 # warm-up push
-taskset -c 0 $BIN --threads 1 push --server http://127.0.0.1:45051 --table w --mode all --delimiter '|' --bandwidth 10gbit /dev/shm/wl-sf1/lineitem.tbl "$@" > /dev/null
+taskset -c 0 $BIN --threads 1 push --server http://127.0.0.1:45051 --table w --mode ${MODE:-all} --delimiter '|' --bandwidth 10gbit /dev/shm/wl-sf1/lineitem.tbl "$@" > /dev/null
 perf record -F 999 -g -p $SPID -o /tmp/prof-$NAME.perf.data 2>/dev/null &
 PERF=$!
 sleep 0.5
 c0=$(awk '{print $14+$15}' /proc/$SPID/stat)
-taskset -c 0 $BIN --threads 1 push --json --server http://127.0.0.1:45051 --table t --mode all --delimiter '|' --bandwidth 10gbit /dev/shm/wl-sf1/lineitem.tbl "$@" > /tmp/prof-$NAME.push.json
+taskset -c 0 $BIN --threads 1 push --json --server http://127.0.0.1:45051 --table t --mode ${MODE:-all} --delimiter '|' --bandwidth 10gbit /dev/shm/wl-sf1/lineitem.tbl "$@" > /tmp/prof-$NAME.push.json
 c1=$(awk '{print $14+$15}' /proc/$SPID/stat)
 kill -INT $PERF; wait $PERF
 echo "server CPU ticks during push: $((c1-c0))"
