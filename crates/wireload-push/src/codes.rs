@@ -47,7 +47,8 @@ pub(crate) fn mark_used<T: Code>(
     debug_assert!(used.len() >= entries.div_ceil(64));
     match size_of::<T>() {
         1 => mark_in_table(&mut [false; 1 << 8], values, nulls, entries, used),
-        2 => mark_in_table(
+        // the table's 65,536 flags cost as much as that many rows: only for more rows
+        2 if values.len() >= 1 << 16 => mark_in_table(
             &mut vec![false; 1 << 16].into_boxed_slice(),
             values,
             nulls,
@@ -90,7 +91,8 @@ fn mark_in_table<T: Code>(
 }
 
 /// [`mark_used`] for wide codes: a bit per entry set row by row (a table of every possible
-/// code would be too large, and codes into a large dictionary rarely repeat a word in a row).
+/// code would be too large, and codes into a large dictionary rarely repeat a word in a row);
+/// also for two-byte codes in fragments of fewer rows than the table would have flags.
 fn mark_in_bitmap<T: Code>(
     values: &[T],
     nulls: Option<&NullBuffer>,
@@ -193,7 +195,8 @@ mod tests {
     #[test]
     fn every_width_marks_what_the_definition_marks_and_finds_the_first_code_out_of_range() {
         for entries in [0usize, 1, 3, 64, 65, 200, 256, 1000, 65_536, 70_000] {
-            for (n, seed) in [(0, 1), (1, 2), (500, 3), (5000, 4)] {
+            // 70,000 rows: two-byte codes take the table of flags
+            for (n, seed) in [(0, 1), (1, 2), (500, 3), (5000, 4), (70_000, 5)] {
                 // in range, and some rows beyond it
                 for limit in [entries.max(1) as u64, entries as u64 + 3] {
                     let raw = codes(n, limit, seed + entries as u64);

@@ -14,9 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, DictionaryArray, MutableArrayData, PrimitiveArray, make_array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, DictionaryArray, PrimitiveArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
@@ -726,7 +724,8 @@ fn fragment_batch(
                 } else {
                     // stored as it is: in buffers of its own, not slices of the frame's
                     // buffer, which holds every column of the fragment
-                    own_buffers(array)?
+                    wireload_storage::own_buffers(array)
+                        .map_err(|e| PushError::Protocol(format!("column \"{}\": {e}", col.name)))?
                 }
             }
             Some((_, d)) => encoded_column(shared, c, array, d, first_row)?,
@@ -807,15 +806,6 @@ fn encoded_column(
     }
     drop(all);
     Ok(array)
-}
-
-/// `array` in buffers of its own.
-fn own_buffers(array: &ArrayRef) -> Result<ArrayRef, PushError> {
-    let data = array.to_data();
-    let mut copy = MutableArrayData::new(vec![&data], false, data.len());
-    copy.try_extend(0, 0, data.len())
-        .map_err(|e| PushError::Protocol(format!("a fragment column: {e}")))?;
-    Ok(make_array(copy.freeze()))
 }
 
 /// `nulls` in a buffer of their own.

@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayData, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayData, ArrayRef, AsArray, MutableArrayData, make_array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
@@ -215,6 +215,16 @@ pub fn replace_columns(
     )
 }
 
+/// `array` copied into buffers of its own: what storage keeps of a column that arrived as a
+/// slice of a larger buffer (a frame or a file mapping), so that neither the rest of that
+/// buffer is kept nor [`column_bytes`] counts it for every column.
+pub fn own_buffers(array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+    copy.try_extend(0, 0, data.len())?;
+    Ok(make_array(copy.freeze()))
+}
+
 /// Bytes in memory of one stored column of a chunk: its buffers, without a dictionary's
 /// values (a partition's dictionary is counted once, apart).
 pub fn column_bytes(array: &ArrayRef) -> usize {
@@ -239,6 +249,22 @@ mod tests {
     use arrow::datatypes::UInt8Type;
 
     use super::*;
+
+    #[test]
+    fn own_buffers_keep_a_slices_values_and_not_the_buffer_around_it() {
+        let ints: ArrayRef = Arc::new(Int32Array::from_iter_values(0..10_000));
+        let names: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..10_000).map(|i| format!("name {i}")),
+        ));
+        for array in [ints, names] {
+            let slice = array.slice(100, 10);
+            let own = own_buffers(&slice).unwrap();
+            assert_eq!(own.as_ref(), slice.as_ref());
+            // the slice counts its whole buffer; its own copy its ten values
+            assert!(column_bytes(&slice) >= 40_000, "{}", column_bytes(&slice));
+            assert!(column_bytes(&own) < 1_000, "{}", column_bytes(&own));
+        }
+    }
 
     #[test]
     fn conform_widens_codes_and_decodes() {

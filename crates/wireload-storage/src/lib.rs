@@ -22,7 +22,7 @@ mod version;
 pub use catalog::{Catalog, LOADS_KEPT, LoadRecord};
 pub use encoding::{
     Compression, Encoding, coded_against, column_bytes, conform, conform_array, dictionary_type,
-    is_dictionary, plain_batch, plain_schema, replace_columns, scan_type,
+    is_dictionary, own_buffers, plain_batch, plain_schema, replace_columns, scan_type,
 };
 pub use index::{IndexDef, TableIndex};
 pub use table::{Partitioning, Table, TableDef, WriteGuard};

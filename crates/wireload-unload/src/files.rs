@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
-use arrow::array::{Array, ArrayData, ArrayRef, MutableArrayData, RecordBatch, make_array};
+use arrow::array::{Array, ArrayData, ArrayRef, RecordBatch};
 use arrow::error::ArrowError;
 use bytes::Bytes;
 
@@ -203,13 +203,11 @@ pub(crate) fn detach_batch(batch: RecordBatch, map: &[u8]) -> Result<RecordBatch
         .columns()
         .iter()
         .map(|column| {
-            let data = column.to_data();
-            if !points_into(&data, &range) {
-                return Ok(column.clone());
+            if points_into(&column.to_data(), &range) {
+                wireload_storage::own_buffers(column)
+            } else {
+                Ok(column.clone())
             }
-            let mut copy = MutableArrayData::new(vec![&data], false, data.len());
-            copy.try_extend(0, 0, data.len())?;
-            Ok(make_array(copy.freeze()))
         })
         .collect::<Result<_, ArrowError>>()?;
     RecordBatch::try_new_with_options(

@@ -144,14 +144,11 @@ async fn serve(
         ),
         None => None,
     };
-    let flight_addr = match &flight_listener {
-        Some(listener) => Some(
-            listener
-                .local_addr()
-                .context("cannot read the Flight listener's address")?,
-        ),
-        None => None,
-    };
+    let flight_addr = flight_listener
+        .as_ref()
+        .map(std::net::TcpListener::local_addr)
+        .transpose()
+        .context("cannot read the Flight listener's address")?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let signal = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
