@@ -133,17 +133,21 @@ mod tests {
         let pool = pool(2).unwrap();
         let before = pool_cpu_seconds(&pool);
         let t0 = thread_cpu_seconds();
-        let spin = || {
-            let start = std::time::Instant::now();
+        // spins until the thread's own clock counted `seconds`, or 20 s passed: a spin timed
+        // by the wall clock counted less than it spun on a machine busy with other work
+        let spin = |seconds: f64| {
+            let (start, cpu) = (std::time::Instant::now(), thread_cpu_seconds());
             let mut x = 0u64;
-            while start.elapsed().as_millis() < 60 {
-                x = x.wrapping_mul(31).wrapping_add(7);
+            while thread_cpu_seconds() - cpu < seconds && start.elapsed().as_secs() < 20 {
+                for _ in 0..1000 {
+                    x = x.wrapping_mul(31).wrapping_add(7);
+                }
             }
             std::hint::black_box(x);
         };
-        spin();
+        spin(0.03);
         assert!(thread_cpu_seconds() - t0 >= 0.03);
-        pool.broadcast(|_| spin());
+        pool.broadcast(|_| spin(0.03));
         assert!(pool_cpu_seconds(&pool) - before >= 0.06);
     }
 }
