@@ -17,8 +17,10 @@
 //! the dictionary compression"): fragments all coded against one such dictionary start a
 //! run, or extend the run of that very dictionary, with nothing merged or re-encoded; the
 //! next partition seals an open run of [`ADOPT_AFTER_ROWS`] rows or more early (smaller
-//! open runs take it in as any write), and the interleaved merge steps end at a client
-//! partition's boundary ([`same_coding`]).
+//! open runs take it in as any write). A step holding several client partitions (their
+//! other columns plain, which gain from larger steps) makes each partition's coded columns a
+//! run of its own; steps of coded columns only end at a client partition's boundary, and
+//! no step mixes plain and coded fragments of a column ([`same_coding`]).
 //!
 //! `COMPRESSION auto` columns are decided here, by the first write that brings at least
 //! [`AUTO_MIN_ROWS`] rows: a column is dictionary-encoded when samples of its fragments repeat
@@ -129,7 +131,11 @@ fn encode_in_runs(
     let (jobs, plans): (Vec<(usize, usize)>, Vec<Plan>) = (0..chunks.len())
         .flat_map(|p| columns.iter().map(move |&c| (p, c)))
         .map(|(p, c)| {
-            let plan = Plan::of(&version.partitions[p], &chunks[p], old[p], c, run_rows);
+            // a column `auto` has not decided on keeps one dictionary per step: its verdict
+            // weighs the step's dictionary
+            let adopt_groups = !tentative.contains(&c);
+            let partition = &version.partitions[p];
+            let plan = Plan::of(partition, &chunks[p], old[p], c, run_rows, adopt_groups);
             ((p, c), plan)
         })
         .filter(|(_, plan)| plan.roles.contains(&Role::Fragment))
@@ -216,19 +222,25 @@ struct Plan {
     open: Option<ArrayRef>,
     /// The role of each chunk, old then added.
     roles: Vec<Role>,
+    /// The added chunks in groups, each coded against a client's dictionary of its own
+    /// (consecutive partitions of one push), counted in chunks: each group becomes a run as
+    /// it is. Empty: the fragments merge into one run.
+    groups: Vec<usize>,
 }
 
 impl Plan {
     /// The plan for column `c` of `partition`'s `chunks`, whose first `old` are the table's:
     /// the open run is sealed when it holds `run_rows.seal` rows or more, or `run_rows.adopt`
     /// or more and the added chunks are all coded against one other dictionary (a client's
-    /// partition, which the merge then takes as a run as it is).
+    /// partition, which the merge then takes as a run as it is), or, with `adopt_groups`, against
+    /// several in turn ([`client_groups`]: each a run as it is).
     fn of(
         partition: &Partition,
         chunks: &[RecordBatch],
         old: usize,
         c: usize,
         run_rows: RunRows,
+        adopt_groups: bool,
     ) -> Plan {
         let open = partition.dictionary(c);
         let is_open = |d: &ArrayData| open.is_some_and(|o| o.to_data().ptr_eq(d));
@@ -247,8 +259,21 @@ impl Plan {
         let mut plan = Plan {
             open: open.cloned(),
             roles,
+            groups: Vec::new(),
         };
         let open_rows = plan.open_rows(chunks);
+        let added = coded.get(old..).unwrap_or_default();
+        if let Some(groups) = client_groups(added, &chunks[old..], open, run_rows.adopt)
+            .filter(|_| adopt_groups && (open.is_none() || open_rows >= run_rows.adopt))
+        {
+            // several client partitions: each a run as it is, the open run sealed
+            for role in plan.roles.iter_mut().filter(|r| **r == Role::Open) {
+                *role = Role::Sealed;
+            }
+            plan.open = None;
+            plan.groups = groups;
+            return plan;
+        }
         // the added chunks all coded against one dictionary that is not the open run's
         let foreign = || match coded.get(old..).unwrap_or_default() {
             [Some(first), rest @ ..] => {
@@ -284,6 +309,34 @@ impl Plan {
     }
 }
 
+/// The added chunks (`coded`, each chunk's dictionary, and the chunks) in groups of
+/// consecutive chunks coded against one dictionary, counted in chunks, when there are two
+/// groups or more, every chunk is coded, the first group's dictionary is not the open run's
+/// (`open`), and every group but the last holds `adopt` rows or more (a run sealed as soon
+/// as the next begins); None otherwise.
+fn client_groups(
+    coded: &[Option<ArrayData>],
+    chunks: &[RecordBatch],
+    open: Option<&ArrayRef>,
+    adopt: usize,
+) -> Option<Vec<usize>> {
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut last: Option<&ArrayData> = None;
+    for (d, b) in coded.iter().zip(chunks) {
+        let d = d.as_ref()?;
+        match (last, groups.last_mut()) {
+            (Some(l), Some(g)) if l.ptr_eq(d) => *g = (g.0 + 1, g.1 + b.num_rows()),
+            _ => groups.push((1, b.num_rows())),
+        }
+        last = Some(d);
+    }
+    let first = coded.first()?.as_ref()?;
+    let fits = groups.len() >= 2
+        && !open.is_some_and(|o| o.to_data().ptr_eq(first))
+        && groups[..groups.len() - 1].iter().all(|g| g.1 >= adopt);
+    fits.then(|| groups.into_iter().map(|g| g.0).collect())
+}
+
 /// Rows of the largest open run of `version`'s dictionary columns that its next write
 /// re-encodes when the dictionary grows (0 where that write starts a new run).
 pub(crate) fn open_run_rows(version: &TableVersion) -> usize {
@@ -296,7 +349,9 @@ fn open_rows(version: &TableVersion, run_rows: RunRows) -> usize {
         (0..version.encodings.len()).filter(|&c| version.encodings[c] == Encoding::Dictionary);
     columns
         .flat_map(|c| version.partitions.iter().map(move |p| (p, c)))
-        .map(|(p, c)| Plan::of(p, &p.chunks, p.chunks.len(), c, run_rows).open_rows(&p.chunks))
+        .map(|(p, c)| {
+            Plan::of(p, &p.chunks, p.chunks.len(), c, run_rows, false).open_rows(&p.chunks)
+        })
         .max()
         .unwrap_or(0)
 }
@@ -313,12 +368,23 @@ pub(crate) fn coding(unit: &Unit) -> Vec<Option<ArrayData>> {
     })
 }
 
-/// True when two units' [`coding`]s do not code any column against two dictionaries.
+/// True when one merge step may take units of codings `a` and `b`: each column plain in
+/// both or coded in both, and where some column is coded against two dictionaries (two
+/// client partitions), some column plain in both. Such a column's merge gains from larger
+/// steps (each re-encodes the open run), and [`Plan`] keeps every partition's coded
+/// columns as runs of their own. A step of coded columns only takes one partition (it has
+/// nothing to merge), nor does a step mix plain fragments (text a client left to the
+/// server) with coded ones, which merged the coded ones into the open run.
 pub(crate) fn same_coding(a: &[Option<ArrayData>], b: &[Option<ArrayData>]) -> bool {
-    a.iter().zip(b).all(|(x, y)| match (x, y) {
-        (Some(x), Some(y)) => x.ptr_eq(y),
-        _ => true,
-    })
+    let (mut plain, mut apart) = (false, false);
+    for (x, y) in a.iter().zip(b) {
+        match (x, y) {
+            (Some(x), Some(y)) => apart |= !x.ptr_eq(y),
+            (None, None) => plain = true,
+            _ => return false,
+        }
+    }
+    plain || !apart
 }
 
 /// Column `c` of a chunk as plain values.
@@ -384,20 +450,43 @@ fn merge_jobs(
                 .into_iter()
                 .map(|k| chunks[p][k].column(c).clone())
                 .collect();
-            let incoming = plan
+            let mut incoming: Vec<FragmentColumn> = plan
                 .chunks(Role::Fragment)
                 .into_iter()
                 .map(|k| fragment(chunks[p][k].column(c)))
                 .collect();
-            let dictionary = plan.open.as_ref();
-            let r =
-                merge_column(dictionary, &existing, incoming).map_err(|e| LoadError::Mismatch {
-                    file: def.name.clone(),
-                    message: format!(
-                        "column \"{}\": dictionary merge failed: {e}",
-                        def.schema.columns[c].name
-                    ),
-                });
+            let failed = |e| LoadError::Mismatch {
+                file: def.name.clone(),
+                message: format!(
+                    "column \"{}\": dictionary merge failed: {e}",
+                    def.schema.columns[c].name
+                ),
+            };
+            let r = if plan.groups.is_empty() {
+                merge_column(plan.open.as_ref(), &existing, incoming).map_err(failed)
+            } else {
+                // each group a run of its own, starting the column as far as the merge
+                // knows (its dictionary checked): the last one stays open
+                let mut runs = Vec::with_capacity(plan.groups.len());
+                for &n in &plan.groups {
+                    let rest = incoming.split_off(n);
+                    runs.push(merge_column(None, &[], incoming).map_err(failed));
+                    incoming = rest;
+                }
+                runs.into_iter()
+                    .try_fold(None::<MergedColumn>, |all, run| {
+                        let run = run?;
+                        Ok(Some(match all {
+                            None => run,
+                            Some(mut all) => {
+                                all.incoming.extend(run.incoming);
+                                all.dictionary = run.dictionary;
+                                all
+                            }
+                        }))
+                    })
+                    .map(|m| m.expect("two groups at least"))
+            };
             *results[j].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
         }
     };
@@ -631,5 +720,55 @@ mod tests {
         assert_eq!(entries(&d[0]), ["a", "b", "c", "d", "e"]);
         assert_eq!(entries(&d[1]), ["e"]);
         assert_eq!(rows(&version), ["e", "d", "c", "b", "a", "a", "e"]);
+    }
+
+    /// A chunk coded against `dictionary` with `codes`.
+    fn coded(dictionary: &ArrayRef, codes: &[u8]) -> RecordBatch {
+        let column: ArrayRef = Arc::new(
+            arrow::array::DictionaryArray::<arrow::datatypes::UInt8Type>::try_new(
+                arrow::array::UInt8Array::from(codes.to_vec()),
+                Arc::clone(dictionary),
+            )
+            .unwrap(),
+        );
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("s", column.data_type().clone(), true),
+        ]));
+        RecordBatch::try_new(schema, vec![column]).unwrap()
+    }
+
+    #[test]
+    fn a_write_of_several_client_partitions_makes_each_a_run_as_it_is() {
+        let def = def();
+        let strings = |v: &[&str]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+        let (d1, d2, d3) = (strings(&["a", "k"]), strings(&["b", "x"]), strings(&["c"]));
+        let mut version = Table::new(def.clone()).snapshot().as_ref().clone();
+        write(&def, &mut version, &["m", "c"]);
+        let open = Arc::clone(version.partitions[0].dictionary(0).unwrap());
+        // two partitions in one write, the first of 2 rows or more: each a run as it is
+        let write = [coded(&d1, &[1]), coded(&d1, &[0]), coded(&d2, &[1, 0])];
+        let columns: Vec<ArrayRef> = write.iter().map(|b| Arc::clone(b.column(0))).collect();
+        let added = encode_in_runs(&def, &mut version, vec![write.to_vec()], RUNS).unwrap();
+        for (b, c) in added[0].iter().zip(&columns) {
+            assert!(same(b.column(0), c), "a client's chunk was re-encoded");
+        }
+        version.append(added);
+        let d = dictionaries(&version);
+        assert!(same(&d[0], &open), "the open run was not sealed as it was");
+        assert!(same(&d[1], &d1) && same(&d[2], &d1) && same(&d[3], &d2));
+        assert!(same(version.partitions[0].dictionary(0).unwrap(), &d2));
+        assert_eq!(rows(&version), ["m", "c", "k", "a", "x", "b"]);
+        // a first partition of 1 row, under 2: the write is merged into the open run
+        let write = [coded(&d3, &[0]), coded(&d1, &[1, 0])];
+        let added = encode_in_runs(&def, &mut version, vec![write.to_vec()], RUNS).unwrap();
+        version.append(added);
+        let d = dictionaries(&version);
+        assert!(same(&d[3], &d[4]) && same(&d[4], &d[5]));
+        assert_eq!(entries(&d[4]), ["a", "b", "c", "k", "x"]);
+        assert!(same(&d[2], &d1), "a sealed run moved");
+        assert_eq!(
+            rows(&version),
+            ["m", "c", "k", "a", "x", "b", "c", "k", "a"]
+        );
     }
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use arrow::array::ArrayData;
 use arrow::record_batch::RecordBatch;
 use wireload_csv::{FieldBatch, ScanConfig, Scanner, line_of};
 use wireload_index::{EntryRef, Index};
@@ -605,7 +606,13 @@ impl<'t> Appender<'t> {
             let step = {
                 let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
                 let wanted = step_rows(&merged.version, grows);
-                while !pending.closed && ready_rows(&pending.units, merged.units) < wanted {
+                // wait for more rows only while the step could take them: a step ends
+                // before a client's next partition, and waiting for that partition's rows
+                // left the merger a partition behind (and idle at the end)
+                while !pending.closed && {
+                    let run = next_run(&pending.units, merged.units, grows);
+                    !run.bounded && run.rows < wanted
+                } {
                     pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
                 }
                 let step = take_run(&mut pending.units, merged.units, grows);
@@ -830,16 +837,6 @@ impl<'t> Appender<'t> {
     }
 }
 
-/// Rows of the units in number order from `from` that are ready.
-fn ready_rows(units: &BTreeMap<usize, Unit>, from: usize) -> u64 {
-    units
-        .range(from..)
-        .zip(from..)
-        .take_while(|((n, _), want)| **n == *want)
-        .map(|((_, unit), _)| unit.rows().max(1))
-        .sum()
-}
-
 /// The fewest ready rows an interleaved merge step takes once `merged` is merged. A step of
 /// a table with dictionary columns re-encodes the rows of each open dictionary run whose
 /// dictionary grew and rebuilds the dictionary, so it takes at least as many rows as the
@@ -858,27 +855,53 @@ fn step_rows(merged: &TableVersion, grows: bool) -> u64 {
     }
 }
 
-/// The units numbered `from`, `from + 1`, ... as far as they go without a gap, taken out.
-/// With `by_dictionary` (a table with dictionary columns) the step also ends before a unit
-/// coded against other dictionaries than the first unit (a Shared Loading client's next
-/// partition), so that each step's fragments share one dictionary per column and their
-/// merge can take them as they are ([`dictionaries`]).
-fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Vec<Unit> {
-    let mut run: Vec<Unit> = Vec::new();
-    let mut first = None;
-    while let Some(u) = units.get(&(from + run.len())) {
+/// The units the next merge step would take: those numbered `from`, `from + 1`, ... as far
+/// as they go without a gap. With `by_dictionary` (a table with dictionary columns) the step
+/// also ends before a unit coded against other dictionaries than the step's first coded unit
+/// (a Shared Loading client's next partition), so that each step's fragments share one
+/// dictionary per column and their merge can take them as they are ([`dictionaries`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    /// Units the step takes.
+    units: usize,
+    /// Their rows (a unit without rows counts as one, so that a step always takes it).
+    rows: u64,
+    /// True when the step ends before a unit that is ready (a client's next partition): it
+    /// can take no more, however long it waits.
+    bounded: bool,
+}
+
+/// The [`Run`] of `units` from `from`.
+fn next_run(units: &BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Run {
+    let mut run = Run {
+        units: 0,
+        rows: 0,
+        bounded: false,
+    };
+    let mut first: Option<Vec<Option<ArrayData>>> = None;
+    while let Some(u) = units.get(&(from + run.units)) {
         if by_dictionary {
             let coding = dictionaries::coding(u);
             match &first {
-                None => first = Some(coding),
-                Some(first) if !dictionaries::same_coding(first, &coding) => break,
-                Some(_) => {}
+                Some(first) if !dictionaries::same_coding(first, &coding) => {
+                    run.bounded = true;
+                    break;
+                }
+                // a unit without rows has no coding: the next one sets it
+                None if !coding.is_empty() => first = Some(coding),
+                _ => {}
             }
         }
-        let n = from + run.len();
-        run.extend(units.remove(&n));
+        run.units += 1;
+        run.rows += u.rows().max(1);
     }
     run
+}
+
+/// The units of the next merge step ([`next_run`]), taken out.
+fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Vec<Unit> {
+    let n = next_run(units, from, by_dictionary).units;
+    (from..from + n).filter_map(|k| units.remove(&k)).collect()
 }
 
 impl Merged {
@@ -923,7 +946,7 @@ mod tests {
     use arrow::datatypes::UInt8Type;
     use arrow::record_batch::RecordBatch;
 
-    use super::{Sites, Unit, ready_rows, take_run};
+    use super::{Run, Sites, Unit, next_run, take_run};
 
     fn unit(rows: usize) -> Unit {
         Unit {
@@ -935,20 +958,40 @@ mod tests {
     }
 
     #[test]
-    fn ready_rows_stop_at_the_first_gap() {
+    fn a_step_stops_at_the_first_gap() {
         let units: BTreeMap<usize, Unit> =
             [(3, unit(10)), (4, unit(0)), (5, unit(7)), (7, unit(100))]
                 .into_iter()
                 .collect();
+        let rows = |from| next_run(&units, from, false).rows;
         // an empty unit counts as one row, so a step always takes it
-        assert_eq!(ready_rows(&units, 3), 18);
-        assert_eq!(ready_rows(&units, 5), 7);
-        assert_eq!(ready_rows(&units, 6), 0);
-        assert_eq!(ready_rows(&units, 0), 0);
+        assert_eq!(rows(3), 18);
+        assert_eq!(rows(5), 7);
+        assert_eq!(rows(6), 0);
+        assert_eq!(rows(0), 0);
+        assert!(!next_run(&units, 3, true).bounded);
     }
 
-    /// A unit of one row: a plain column and one coded against `dictionary`.
+    /// A unit of one row, both columns coded against `dictionary` (SL_A).
     fn coded_unit(dictionary: &ArrayRef) -> Unit {
+        let coded = || -> ArrayRef {
+            Arc::new(
+                DictionaryArray::<UInt8Type>::try_new(
+                    UInt8Array::from(vec![0]),
+                    Arc::clone(dictionary),
+                )
+                .unwrap(),
+            )
+        };
+        let batch = RecordBatch::try_from_iter([("p", coded()), ("c", coded())]).unwrap();
+        Unit {
+            buffers: vec![Some(batch)],
+            ..unit(1)
+        }
+    }
+
+    /// A unit of one row: a plain column and one coded against `dictionary` (`auto`).
+    fn mixed_unit(dictionary: &ArrayRef) -> Unit {
         let coded: ArrayRef = Arc::new(
             DictionaryArray::<UInt8Type>::try_new(
                 UInt8Array::from(vec![0]),
@@ -958,6 +1001,16 @@ mod tests {
         );
         let plain: ArrayRef = Arc::new(StringArray::from(vec!["p"]));
         let batch = RecordBatch::try_from_iter([("p", plain), ("c", coded)]).unwrap();
+        Unit {
+            buffers: vec![Some(batch)],
+            ..unit(1)
+        }
+    }
+
+    /// A unit of one row, both columns plain.
+    fn plain_unit() -> Unit {
+        let plain = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v])) };
+        let batch = RecordBatch::try_from_iter([("p", plain("p")), ("c", plain("a"))]).unwrap();
         Unit {
             buffers: vec![Some(batch)],
             ..unit(1)
@@ -974,10 +1027,57 @@ mod tests {
                 .enumerate()
                 .collect()
         };
+        // the step, and the rows a merger waits for, end before the next partition
+        let run = |u: &BTreeMap<usize, Unit>, from| next_run(u, from, true);
+        let expect = |units, rows, bounded| Run {
+            units,
+            rows,
+            bounded,
+        };
+        assert_eq!(run(&units(), 0), expect(2, 2, true));
+        // a partition not yet followed by the next one may still grow
+        let mut first_two = units();
+        first_two.remove(&2);
+        assert_eq!(run(&first_two, 0), expect(2, 2, false));
         let mut by_dictionary = units();
         assert_eq!(take_run(&mut by_dictionary, 0, true).len(), 2);
         // the next step starts with the next partition; a unit without buffers goes with it
+        assert_eq!(run(&by_dictionary, 2), expect(2, 2, false));
         assert_eq!(take_run(&mut by_dictionary, 2, true).len(), 2);
         assert_eq!(take_run(&mut units(), 0, false).len(), 4);
+        // a unit without buffers first takes the coding of the unit after it
+        let mut empty_first: BTreeMap<usize, Unit> = [unit(1), coded_unit(&d1), coded_unit(&d2)]
+            .into_iter()
+            .enumerate()
+            .collect();
+        assert_eq!(run(&empty_first, 0), expect(2, 2, true));
+        assert_eq!(take_run(&mut empty_first, 0, true).len(), 2);
+        // plain units (text the server parsed) and a client's partition go in steps apart
+        let mut mixed: BTreeMap<usize, Unit> = [
+            plain_unit(),
+            plain_unit(),
+            coded_unit(&d1),
+            coded_unit(&d1),
+            plain_unit(),
+        ]
+        .into_iter()
+        .enumerate()
+        .collect();
+        assert_eq!(run(&mixed, 0), expect(2, 2, true));
+        assert_eq!(take_run(&mut mixed, 0, true).len(), 2);
+        assert_eq!(take_run(&mut mixed, 2, true).len(), 2);
+        assert_eq!(run(&mixed, 4), expect(1, 1, false));
+        // partitions with a plain column too go in one step (the plain column's merge
+        // gains from larger steps; each partition's coded column stays a run of its own)
+        let partitions: BTreeMap<usize, Unit> = [
+            mixed_unit(&d1),
+            mixed_unit(&d1),
+            mixed_unit(&d2),
+            plain_unit(),
+        ]
+        .into_iter()
+        .enumerate()
+        .collect();
+        assert_eq!(run(&partitions, 0), expect(3, 3, true));
     }
 }
