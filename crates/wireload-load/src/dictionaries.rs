@@ -593,17 +593,8 @@ mod tests {
         dictionary: &ArrayRef,
         codes: &[u8],
     ) -> ArrayRef {
-        let column: ArrayRef = Arc::new(
-            arrow::array::DictionaryArray::<arrow::datatypes::UInt8Type>::try_new(
-                arrow::array::UInt8Array::from(codes.to_vec()),
-                Arc::clone(dictionary),
-            )
-            .unwrap(),
-        );
-        let schema = Arc::new(arrow::datatypes::Schema::new(vec![
-            arrow::datatypes::Field::new("s", column.data_type().clone(), true),
-        ]));
-        let batch = RecordBatch::try_new(schema, vec![Arc::clone(&column)]).unwrap();
+        let batch = coded(dictionary, codes);
+        let column = Arc::clone(batch.column(0));
         let added = encode_in_runs(def, version, vec![vec![batch]], RUNS).unwrap();
         version.append(added);
         column
