@@ -857,9 +857,10 @@ fn step_rows(merged: &TableVersion, grows: bool) -> u64 {
 
 /// The units the next merge step would take: those numbered `from`, `from + 1`, ... as far
 /// as they go without a gap. With `by_dictionary` (a table with dictionary columns) the step
-/// also ends before a unit coded against other dictionaries than the step's first coded unit
-/// (a Shared Loading client's next partition), so that each step's fragments share one
-/// dictionary per column and their merge can take them as they are ([`dictionaries`]).
+/// also ends before a unit whose coding it may not take with its first unit's
+/// ([`dictionaries::same_coding`]: a Shared Loading client's next partition where every
+/// column is coded, or plain fragments after coded ones), so that the merge can take a
+/// client's coded columns as they are ([`dictionaries`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {
     /// Units the step takes.
