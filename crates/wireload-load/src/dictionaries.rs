@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayData, ArrayRef};
 use arrow::record_batch::RecordBatch;
-use wireload_storage::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
+use wireload_storage::dictionary::{
+    DictionaryError, FragmentColumn, MergedColumn, encode_fragment, merge_column,
+};
 use wireload_storage::{
     Encoding, Partition, TableDef, TableVersion, coded_against, column_bytes, replace_columns,
 };
@@ -275,7 +277,7 @@ impl Plan {
             return plan;
         }
         // the added chunks all coded against one dictionary that is not the open run's
-        let foreign = || match coded.get(old..).unwrap_or_default() {
+        let foreign = || match added {
             [Some(first), rest @ ..] => {
                 !is_open(first)
                     && rest
@@ -450,43 +452,23 @@ fn merge_jobs(
                 .into_iter()
                 .map(|k| chunks[p][k].column(c).clone())
                 .collect();
-            let mut incoming: Vec<FragmentColumn> = plan
+            let incoming: Vec<FragmentColumn> = plan
                 .chunks(Role::Fragment)
                 .into_iter()
                 .map(|k| fragment(chunks[p][k].column(c)))
                 .collect();
-            let failed = |e| LoadError::Mismatch {
+            let r = if plan.groups.is_empty() {
+                merge_column(plan.open.as_ref(), &existing, incoming)
+            } else {
+                merge_groups(&plan.groups, incoming)
+            };
+            let r = r.map_err(|e| LoadError::Mismatch {
                 file: def.name.clone(),
                 message: format!(
                     "column \"{}\": dictionary merge failed: {e}",
                     def.schema.columns[c].name
                 ),
-            };
-            let r = if plan.groups.is_empty() {
-                merge_column(plan.open.as_ref(), &existing, incoming).map_err(failed)
-            } else {
-                // each group a run of its own, starting the column as far as the merge
-                // knows (its dictionary checked): the last one stays open
-                let mut runs = Vec::with_capacity(plan.groups.len());
-                for &n in &plan.groups {
-                    let rest = incoming.split_off(n);
-                    runs.push(merge_column(None, &[], incoming).map_err(failed));
-                    incoming = rest;
-                }
-                runs.into_iter()
-                    .try_fold(None::<MergedColumn>, |all, run| {
-                        let run = run?;
-                        Ok(Some(match all {
-                            None => run,
-                            Some(mut all) => {
-                                all.incoming.extend(run.incoming);
-                                all.dictionary = run.dictionary;
-                                all
-                            }
-                        }))
-                    })
-                    .map(|m| m.expect("two groups at least"))
-            };
+            });
             *results[j].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
         }
     };
@@ -505,6 +487,30 @@ fn merge_jobs(
                 .expect("every job ran")
         })
         .collect()
+}
+
+/// Merges each group of `incoming` (counted in fragments, [`Plan::groups`]) as a run that
+/// starts the column, as it is where its fragments share one checked dictionary; the
+/// dictionary returned is the last group's, which stays open.
+fn merge_groups(
+    groups: &[usize],
+    mut incoming: Vec<FragmentColumn>,
+) -> Result<MergedColumn, DictionaryError> {
+    let mut merged: Option<MergedColumn> = None;
+    for &n in groups {
+        let rest = incoming.split_off(n);
+        let run = merge_column(None, &[], incoming)?;
+        incoming = rest;
+        merged = Some(match merged {
+            None => run,
+            Some(mut all) => {
+                all.incoming.extend(run.incoming);
+                all.dictionary = run.dictionary;
+                all
+            }
+        });
+    }
+    Ok(merged.expect("a plan's groups are two at least"))
 }
 
 /// A chunk's column as a fragment to merge: plain values, or a dictionary array over a
