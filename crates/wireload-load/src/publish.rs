@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 use arrow::array::ArrayData;
@@ -37,12 +37,21 @@ pub struct Unit {
     /// partition order
     pub(crate) indexes: Vec<Vec<Index>>,
     pub(crate) sites: Sites,
+    /// the dictionary each column is coded against ([`dictionaries::coding`]), found once:
+    /// the merger's wait asks for it at every wake-up
+    pub(crate) coding: OnceLock<Vec<Option<ArrayData>>>,
 }
 
 impl Unit {
     /// Rows of every buffer.
     pub fn rows(&self) -> u64 {
         self.part_rows.iter().map(|&r| r as u64).sum()
+    }
+
+    /// The dictionary each column is coded against (None: plain); empty for a unit without
+    /// rows.
+    fn coding(&self) -> &[Option<ArrayData>] {
+        self.coding.get_or_init(|| dictionaries::coding(self))
     }
 }
 
@@ -488,6 +497,7 @@ impl<'t> Appender<'t> {
             part_rows,
             indexes,
             sites: if self.track_sites { sites } else { Sites::None },
+            coding: OnceLock::new(),
         })
     }
 
@@ -879,12 +889,12 @@ fn next_run(units: &BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> 
         rows: 0,
         bounded: false,
     };
-    let mut first: Option<Vec<Option<ArrayData>>> = None;
+    let mut first: Option<&[Option<ArrayData>]> = None;
     while let Some(u) = units.get(&(from + run.units)) {
         if by_dictionary {
-            let coding = dictionaries::coding(u);
-            match &first {
-                Some(first) if !dictionaries::same_coding(first, &coding) => {
+            let coding = u.coding();
+            match first {
+                Some(first) if !dictionaries::same_coding(first, coding) => {
                     run.bounded = true;
                     break;
                 }
@@ -955,6 +965,7 @@ mod tests {
             part_rows: vec![rows],
             indexes: Vec::new(),
             sites: Sites::default(),
+            coding: Default::default(),
         }
     }
 
