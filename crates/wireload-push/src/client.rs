@@ -85,7 +85,7 @@ pub struct PushOptions {
     pub threads: usize,
     /// A token bucket on the socket.
     pub bandwidth: Option<Bandwidth>,
-    /// LZ4 on payloads.
+    /// LZ4 on payloads (`auto`: only while the link is its bottleneck).
     pub lz4: bool,
     /// HyperLogLog precision of `size`.
     pub hll_precision: u8,
@@ -815,7 +815,7 @@ impl Compress<'_> {
                             let g = std::mem::take(&mut group);
                             self.partition(g, &mut decider)?;
                         }
-                        self.send_text(text)?;
+                        self.send_text(text, decider.lz4(self.opts.lz4))?;
                         decider.adapt_text(self.out, self.feedback);
                         continue;
                     }
@@ -921,7 +921,7 @@ impl Compress<'_> {
         // frames as the server's frame limit needs
         let mut ser = 0.0;
         let limit = frame_limit(self.described);
-        let lz4 = self.opts.lz4;
+        let lz4 = decider.lz4(self.opts.lz4);
         for (c, dictionary, _, _) in &dictionaries {
             let name = &self.def.schema.columns[*c].name;
             // a first guess of the entries a piece takes: half the limit's share of memory
@@ -1017,11 +1017,11 @@ impl Compress<'_> {
         Ok(())
     }
 
-    /// Sends a window's records as a text fragment.
-    fn send_text(&mut self, text: TextPiece) -> Result<(), PushError> {
+    /// Sends a window's records as a text fragment, in LZ4 when `lz4`.
+    fn send_text(&mut self, text: TextPiece, lz4: bool) -> Result<(), PushError> {
         let t0 = thread_cpu_seconds();
         let len = text.data.len() as u64;
-        let body = if self.opts.lz4 {
+        let body = if lz4 {
             lz4_flex::compress_prepend_size(&text.data)
         } else {
             text.data
@@ -1033,7 +1033,7 @@ impl Compress<'_> {
             byte: text.byte,
             lines: text.lines,
             len,
-            lz4: self.opts.lz4,
+            lz4,
         };
         self.out.send(&header, body)?;
         self.out.plain.fetch_add(len, Relaxed);
@@ -1186,6 +1186,8 @@ struct Decider {
     precision: u8,
     /// `auto`'s current choice (a static mode's behaviour)
     current: Mode,
+    /// `auto`: payloads go in LZ4 (when asked): the link was seen to be the bottleneck
+    squeeze: bool,
     bandwidth: Option<Bandwidth>,
     /// (nanoseconds blocked, socket bytes) at the last adaptation, and when
     blocked_at: (u64, u64, Instant),
@@ -1227,6 +1229,7 @@ impl Decider {
             encodable: described.columns.iter().map(|c| c.encodable).collect(),
             precision: opts.hll_precision,
             current: initial,
+            squeeze: initial == Mode::Size,
             bandwidth: opts.bandwidth,
             blocked_at: (0, sent.load(Relaxed), Instant::now()),
             payload_at: (0, 0),
@@ -1296,6 +1299,16 @@ impl Decider {
         }
     }
 
+    /// Whether payloads go in LZ4 now, when `asked` (`--lz4`): always for a static mode;
+    /// for `auto`, only while the link is the bottleneck (from when the stages wait for a
+    /// busy link, until they seldom wait for one with room) and no busy server wants
+    /// everything done on the client. Elsewhere LZ4 only adds CPU on both sides: on 2
+    /// cores it made every mode slower at 10 Gbit/s, and most at 1 Gbit/s
+    /// (`bench/RESULTS.md`).
+    fn lz4(&self, asked: bool) -> bool {
+        asked && (self.mode != Mode::Auto || (self.squeeze && self.current != Mode::All))
+    }
+
     /// True when the current choice encodes nothing: fragments go out one by one.
     fn streams(&mut self, out: &Outbox, feedback: &Feedback) -> bool {
         if self.mode == Mode::Auto {
@@ -1352,6 +1365,13 @@ impl Decider {
         };
         if waiting > 0.3 && wire_bound {
             self.link_seen = self.link_seen.max(rate);
+        }
+        // LZ4 from when the stages wait for a busy link, until they seldom wait for one
+        // that has room
+        if waiting > 0.3 && wire_bound {
+            self.squeeze = true;
+        } else if waiting < 0.1 && !wire_bound {
+            self.squeeze = false;
         }
         let link = match self.bandwidth {
             Some(b) => Some(b.bytes_per_second() as f64),
@@ -1560,14 +1580,25 @@ mod tests {
         d.current = Mode::Size;
         let plan = d.decide(&fragments, &out, &feedback, &pool);
         assert_eq!(plan, vec![vec![true, true, false, false]; 2]);
+        // LZ4 while the link is the bottleneck
+        d.squeeze = true;
+        assert!(d.lz4(true) && !d.lz4(false));
         // a busy server: everything encodable
         d.current = Mode::All;
         let plan = d.decide(&fragments, &out, &feedback, &pool);
         assert_eq!(plan, vec![vec![true, true, true, false]; 2]);
+        // and no LZ4 for a busy server, nor once the link has room
+        assert!(!d.lz4(true));
+        d.current = Mode::None;
+        assert!(d.lz4(true));
+        d.squeeze = false;
+        assert!(!d.lz4(true));
         // the static modes measure nothing and encode no column for free
         let none = PushOptions::new("http://127.0.0.1:1", "t", Mode::None);
         let mut d = Decider::new(&none, &described, Arc::new(AtomicU64::new(0)));
         assert!(!d.exploring());
+        // a static mode sends LZ4 whenever asked
+        assert!(d.lz4(true));
         let plan = d.decide(&fragments, &out, &feedback, &pool);
         assert_eq!(plan, vec![vec![false; 4]; 2]);
     }

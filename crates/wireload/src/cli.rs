@@ -99,7 +99,7 @@ pub struct PushArgs {
     /// Limit the socket to this bandwidth: 1gbit, 10gbit, 500mbit...
     #[arg(long, value_name = "RATE")]
     pub bandwidth: Option<wireload_push::throttle::Bandwidth>,
-    /// LZ4 on the payloads.
+    /// LZ4 on the payloads (`auto`: only while the link is the bottleneck).
     #[arg(long)]
     pub lz4: bool,
     /// `auto`: send this share of the windows (0 to 1) as CSV text for the server to parse,

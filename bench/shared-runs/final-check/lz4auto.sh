@@ -1,0 +1,18 @@
+#!/bin/bash
+# auto with --lz4 compressing only while the link is its bottleneck (the build after
+# 9434a36), in the LZ4 cells where auto+lz4 trailed SL_A+lz4 (cells.out), and lineitem at
+# 1 Gbit/s where it led.
+out=$(cd "$(dirname "$0")" && pwd)
+bin=/tmp/runs/wireload-lz4auto
+run() {
+  local name=$1; shift
+  echo "== $name $* $(date -u +%H:%M:%S)"
+  $bin bench shared "$@" --lz4 --runs 1 --json > $out/$name.json 2> $out/$name.log
+  tail -n +2 $out/$name.log | grep -E "^(SL_|auto|PIPE)"
+}
+for round in 1 2; do
+  run lz4auto-wide10g-$round --table wide --data /dev/shm/wl-wide2 --bandwidth 10gbit --modes all,auto
+  run lz4auto-wide1g-$round --table wide --data /dev/shm/wl-wide2 --bandwidth 1gbit --modes all,auto
+  run lz4auto-li1g-$round --table lineitem --data /dev/shm/wl-sf1 --bandwidth 1gbit --modes size,auto
+done
+echo "== done $(date -u +%H:%M:%S)"
