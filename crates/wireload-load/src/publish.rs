@@ -619,13 +619,14 @@ impl<'t> Appender<'t> {
                 // wait for more rows only while the step could take them: a step ends
                 // before a client's next partition, and waiting for that partition's rows
                 // left the merger a partition behind (and idle at the end)
-                while !pending.closed && {
+                let run = loop {
                     let run = next_run(&pending.units, merged.units, grows);
-                    !run.bounded && run.rows < wanted
-                } {
+                    if pending.closed || run.bounded || run.rows >= wanted {
+                        break run;
+                    }
                     pending = self.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
-                }
-                let step = take_run(&mut pending.units, merged.units, grows);
+                };
+                let step = run.take(&mut pending.units, merged.units);
                 if step.is_empty() {
                     // closed, and nothing more in order: done, or the parse failed
                     return Ok(merged);
@@ -882,6 +883,15 @@ struct Run {
     bounded: bool,
 }
 
+impl Run {
+    /// The run's units, taken out of `units` (from `from`, where it was found).
+    fn take(self, units: &mut BTreeMap<usize, Unit>, from: usize) -> Vec<Unit> {
+        (from..from + self.units)
+            .filter_map(|k| units.remove(&k))
+            .collect()
+    }
+}
+
 /// The [`Run`] of `units` from `from`.
 fn next_run(units: &BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Run {
     let mut run = Run {
@@ -911,8 +921,7 @@ fn next_run(units: &BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> 
 
 /// The units of the next merge step ([`next_run`]), taken out.
 fn take_run(units: &mut BTreeMap<usize, Unit>, from: usize, by_dictionary: bool) -> Vec<Unit> {
-    let n = next_run(units, from, by_dictionary).units;
-    (from..from + n).filter_map(|k| units.remove(&k)).collect()
+    next_run(units, from, by_dictionary).take(units, from)
 }
 
 impl Merged {

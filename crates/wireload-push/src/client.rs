@@ -1179,6 +1179,19 @@ fn text_share(share: f64, waiting: f64, busy: f64, loading: f64) -> f64 {
     }
 }
 
+/// `auto`: whether payloads go in LZ4 (when asked), from whether they do now (`on`): from
+/// when the stages wait for a busy link (`waiting` over 30% of the time, `wire_bound`),
+/// until they seldom wait (under a tenth of the time) for a link with room.
+fn squeeze(on: bool, waiting: f64, wire_bound: bool) -> bool {
+    if waiting > 0.3 && wire_bound {
+        true
+    } else if waiting < 0.1 && !wire_bound {
+        false
+    } else {
+        on
+    }
+}
+
 /// The per fragment column decision of a mode.
 struct Decider {
     mode: Mode,
@@ -1363,16 +1376,12 @@ impl Decider {
             Some(b) => rate >= 0.7 * b.bytes_per_second() as f64,
             None => server_cores < 0.5,
         };
-        if waiting > 0.3 && wire_bound {
+        // the stages wait for a busy link: the network is the bottleneck
+        let link_busy = waiting > 0.3 && wire_bound;
+        if link_busy {
             self.link_seen = self.link_seen.max(rate);
         }
-        // LZ4 from when the stages wait for a busy link, until they seldom wait for one
-        // that has room
-        if waiting > 0.3 && wire_bound {
-            self.squeeze = true;
-        } else if waiting < 0.1 && !wire_bound {
-            self.squeeze = false;
-        }
+        self.squeeze = squeeze(self.squeeze, waiting, wire_bound);
         let link = match self.bandwidth {
             Some(b) => Some(b.bytes_per_second() as f64),
             None => (self.link_seen > 0.0).then_some(self.link_seen),
@@ -1384,7 +1393,7 @@ impl Decider {
         // other work falls well below half its CPUs (the load's own share moves it)
         self.current = if busy > 0.5 || (self.current == Mode::All && busy > 0.25) {
             Mode::All
-        } else if (waiting > 0.3 && wire_bound) || (self.current != Mode::None && encoding_pays) {
+        } else if link_busy || (self.current != Mode::None && encoding_pays) {
             Mode::Size
         } else {
             Mode::None
@@ -1657,6 +1666,20 @@ mod tests {
         let half = taken(0.5);
         assert_eq!(half, [false, true].repeat(5));
         assert_eq!(taken(0.3).iter().filter(|&&t| t).count(), 3);
+    }
+
+    #[test]
+    fn auto_sends_lz4_from_a_busy_link_until_the_link_has_room() {
+        // the stages wait for a link carrying near its bandwidth: on
+        assert!(squeeze(false, 0.5, true));
+        // waiting less, or the link carrying less, but not both: as it is
+        assert!(squeeze(true, 0.05, true));
+        assert!(squeeze(true, 0.2, false));
+        assert!(!squeeze(false, 0.2, true));
+        // they seldom wait, and the link has room: off
+        assert!(!squeeze(true, 0.05, false));
+        // waiting for a link far from its bandwidth (the server behind): not on
+        assert!(!squeeze(false, 0.5, false));
     }
 
     #[test]
