@@ -88,6 +88,47 @@ pub fn chunk_start_states(
     out
 }
 
+/// [`chunk_start_states`] of `chunks`, and the line ends in each chunk (as
+/// [`crate::line_ends`] counts them, looking past a chunk's end into `data`). Without a
+/// distinct escape character, the quotes and the line ends of a chunk are counted in one
+/// pass over it.
+pub fn chunk_states_and_lines(
+    data: &[u8],
+    chunks: &[Range<usize>],
+    cfg: &ScanConfig,
+    mode: ScanMode,
+) -> (Vec<QuoteState>, Vec<u64>) {
+    let parity_quote = match (cfg.specials.quote, cfg.escape) {
+        (Some(q), None) if mode != ScanMode::Fast => Some(q),
+        _ => None,
+    };
+    let Some(q) = parity_quote else {
+        let lines = chunks
+            .par_iter()
+            .map(|r| crate::line_ends(data, r.clone()))
+            .collect();
+        return (chunk_start_states(data, chunks, cfg, mode), lines);
+    };
+    let counts: Vec<(u64, usize)> = chunks
+        .par_iter()
+        .map(|r| crate::line_ends_and_count(data, r.clone(), Some(q)))
+        .collect();
+    let mut inside = false;
+    let states = counts
+        .iter()
+        .map(|&(_, quotes)| {
+            let state = if inside {
+                QuoteState::Inside
+            } else {
+                QuoteState::Outside
+            };
+            inside ^= quotes % 2 == 1;
+            state
+        })
+        .collect();
+    (states, counts.into_iter().map(|(lines, _)| lines).collect())
+}
+
 /// Number of bytes equal to `b` (SIMD, dispatched at run time by `bytecount`).
 fn count_byte(bytes: &[u8], b: u8) -> usize {
     bytecount::count(bytes, b)
@@ -202,6 +243,13 @@ pub fn last_record_end(
     match (quote, cfg.escape) {
         (None, _) => memchr::memrchr2(b'\n', b'\r', &data[pos..end]).map(|j| pos + j + 1),
         (Some(q), None) => {
+            // the last record delimiter of all, when it is outside quotes (an even number
+            // of quotes before it in the range, from outside): no walk over every record
+            let last_nl = memchr::memrchr2(b'\n', b'\r', &data[pos..end])?;
+            let quotes = count_byte(&data[pos..pos + last_nl], q);
+            if (state != QuoteState::Outside) == (quotes % 2 == 1) {
+                return Some(pos + last_nl + 1);
+            }
             let mut inside = state != QuoteState::Outside;
             let mut last = None;
             for j in memchr::memchr3_iter(q, b'\n', b'\r', &data[pos..end]) {
@@ -231,6 +279,78 @@ pub fn last_record_end(
                 };
             }
             last
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Dialect, line_ends};
+
+    /// Bytes of `a`, quotes, LF and CR, mixed by a fixed sequence.
+    fn mixed(len: usize, salt: u32) -> Vec<u8> {
+        (0..len as u32)
+            .map(|i| match (i ^ salt).wrapping_mul(2_654_435_761) % 29 {
+                0 | 1 => b'"',
+                2..=4 => b'\n',
+                5 => b'\r',
+                _ => b'a',
+            })
+            .collect()
+    }
+
+    /// The last record end by walking every byte in the toggle model.
+    fn naive_last_end(data: &[u8], end: usize, pos: usize, inside: bool) -> Option<usize> {
+        let mut inside = inside;
+        let mut last = None;
+        for (i, &b) in data[pos..end].iter().enumerate() {
+            if b == b'"' {
+                inside = !inside;
+            } else if (b == b'\n' || b == b'\r') && !inside {
+                last = Some(pos + i + 1);
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn last_record_end_matches_the_walk_from_either_state() {
+        let cfg = ScanConfig::new(&Dialect::default(), ScanMode::Safe).unwrap();
+        for salt in 0..40 {
+            let data = mixed(3000, salt);
+            for (pos, end) in [(0, 3000), (17, 2999), (1500, 1600), (2990, 3000), (5, 5)] {
+                for state in [QuoteState::Outside, QuoteState::Inside] {
+                    let inside = state == QuoteState::Inside;
+                    assert_eq!(
+                        last_record_end(&data, end, &cfg, pos, state),
+                        naive_last_end(&data, end, pos, inside),
+                        "salt {salt}, {pos}..{end}, {state:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn states_and_lines_counted_together_equal_those_counted_apart() {
+        let escaped = Dialect {
+            escape: Some(b'\\'),
+            ..Dialect::default()
+        };
+        for dialect in [Dialect::default(), escaped] {
+            for mode in [ScanMode::Safe, ScanMode::Fast] {
+                let cfg = ScanConfig::new(&dialect, mode).unwrap();
+                let data = mixed(200_000, 7);
+                for size in [1, 1000, 65_537, 300_000] {
+                    let chunks = chunk_ranges(3, data.len() - 1, size);
+                    let (states, lines) = chunk_states_and_lines(&data, &chunks, &cfg, mode);
+                    assert_eq!(states, chunk_start_states(&data, &chunks, &cfg, mode));
+                    let apart: Vec<u64> =
+                        chunks.iter().map(|r| line_ends(&data, r.clone())).collect();
+                    assert_eq!(lines, apart, "chunks of {size} bytes, {mode:?}");
+                }
+            }
         }
     }
 }

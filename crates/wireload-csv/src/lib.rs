@@ -31,7 +31,8 @@ mod scan;
 pub mod simd;
 
 pub use context::{
-    QuoteState, chunk_ranges, chunk_start_states, first_record_start, last_record_end,
+    QuoteState, chunk_ranges, chunk_start_states, chunk_states_and_lines, first_record_start,
+    last_record_end,
 };
 pub use dialect::{Dialect, ScanMode};
 pub use error::{DialectError, ScanError, ScanErrorKind};
@@ -57,10 +58,20 @@ pub fn line_of(data: &[u8], pos: usize) -> u64 {
 /// `\n`, looking past the range's end for that): `line_of(data, b) = 1 + line_ends(data,
 /// 0..b)`, and the counts of adjacent ranges add up.
 pub fn line_ends(data: &[u8], range: std::ops::Range<usize>) -> u64 {
-    // both searches run over one cache-sized slice after the other: the input is read
+    line_ends_and_count(data, range, None).0
+}
+
+/// [`line_ends`] of `data[range]`, and how many of its bytes equal `byte` (0 without one):
+/// the input is read from memory once for both.
+pub fn line_ends_and_count(
+    data: &[u8],
+    range: std::ops::Range<usize>,
+    byte: Option<u8>,
+) -> (u64, usize) {
+    // the searches run over one cache-sized slice after the other: the input is read
     // from memory once
     const SLICE: usize = 64 << 10;
-    let mut ends = 0;
+    let (mut ends, mut count) = (0, 0);
     let mut at = range.start;
     for head in data[range].chunks(SLICE) {
         ends += bytecount::count(head, b'\n') as u64;
@@ -69,9 +80,12 @@ pub fn line_ends(data: &[u8], range: std::ops::Range<usize>) -> u64 {
                 .filter(|&i| data.get(at + i + 1) != Some(&b'\n'))
                 .count() as u64;
         }
+        if let Some(b) = byte {
+            count += bytecount::count(head, b);
+        }
         at += head.len();
     }
-    ends
+    (ends, count)
 }
 
 #[cfg(test)]
@@ -108,5 +122,12 @@ mod tests {
         );
         assert_eq!(a + b, line_ends(&data, 0..data.len()));
         assert_eq!(line_of(&data, 70_000), 1 + naive(&data, 0..70_000));
+        for range in [0..data.len(), 3..200_001, 5..5] {
+            let quotes = data[range.clone()].iter().filter(|&&b| b == b'a').count();
+            assert_eq!(
+                line_ends_and_count(&data, range.clone(), Some(b'a')),
+                (naive(&data, range), quotes)
+            );
+        }
     }
 }

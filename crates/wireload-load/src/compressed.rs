@@ -6,7 +6,7 @@
 //! several frames or members is decoded on threads of its own instead (`parallel_decode`),
 //! with the same output and errors.
 
-use std::io::{self, BufReader, Cursor, Read};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -58,7 +58,14 @@ impl Codec {
     /// A reader of what `compressed` decodes to; its errors say what is wrong with the
     /// compressed stream ("gzip stream is truncated").
     pub(crate) fn decoder(self, compressed: impl Read + Send + 'static) -> io::Result<BoxedReader> {
-        let input = BufReader::with_capacity(INPUT_BUFFER, compressed);
+        self.decoder_buffered(BufReader::with_capacity(INPUT_BUFFER, compressed))
+    }
+
+    /// [`decoder`](Self::decoder) of a buffered input, which the decoder reads in place.
+    pub(crate) fn decoder_buffered(
+        self,
+        input: impl BufRead + Send + 'static,
+    ) -> io::Result<BoxedReader> {
         let inner: BoxedReader = match self {
             Codec::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
             Codec::Zstd => Box::new(zstd::Decoder::with_buffer(input)?),
@@ -117,6 +124,53 @@ impl<R: Read> Read for Counting<R> {
         let n = self.inner.read(buf)?;
         self.count.fetch_add(n as u64, Relaxed);
         Ok(n)
+    }
+}
+
+/// The bytes of a memory-mapped compressed file as a [`BufRead`], handed to a decoder in
+/// place (no copy into a buffer); what the decoder consumes is added to a counter.
+pub(crate) struct Mapped<B> {
+    bytes: B,
+    at: usize,
+    count: Arc<AtomicU64>,
+}
+
+impl<B: AsRef<[u8]>> Mapped<B> {
+    /// Reads `bytes` from the start, counting what is consumed into `count`.
+    pub(crate) fn new(bytes: B, count: Arc<AtomicU64>) -> Self {
+        Mapped {
+            bytes,
+            at: 0,
+            count,
+        }
+    }
+}
+
+impl<B: AsRef<[u8]>> Read for Mapped<B> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = {
+            let rest = self.fill_buf()?;
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<B: AsRef<[u8]>> BufRead for Mapped<B> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        // at most what a buffered reader would hold: progress moves as the decoder goes
+        let bytes = self.bytes.as_ref();
+        let end = (self.at + INPUT_BUFFER).min(bytes.len());
+        Ok(&bytes[self.at.min(end)..end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.bytes.as_ref().len() - self.at);
+        self.at += n;
+        self.count.fetch_add(n as u64, Relaxed);
     }
 }
 
@@ -252,6 +306,27 @@ mod tests {
             err.to_string().starts_with("gzip stream is corrupt: "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_mapped_input_decodes_as_a_read_one_and_counts_what_the_decoder_consumed() {
+        let data = b"0123456789,abcdefghij\n".repeat(100_000);
+        let mut z = zstd::encode_all(&data[..], 3).unwrap();
+        z.extend(zstd::encode_all(&b"x\n"[..], 3).unwrap());
+        for (codec, input) in [(Codec::Zstd, z), (Codec::Gzip, gzip(&data))] {
+            let count = Arc::new(AtomicU64::new(0));
+            let mapped = Mapped::new(input.clone(), count.clone());
+            let got = read_all(codec.decoder_buffered(mapped).unwrap()).unwrap();
+            let want = read_all(codec.decoder(Cursor::new(input.clone())).unwrap()).unwrap();
+            assert_eq!(got, want);
+            assert_eq!(count.load(Relaxed), input.len() as u64);
+        }
+        let mut plain = Mapped::new(b"abc".to_vec(), Arc::new(AtomicU64::new(0)));
+        let mut two = [0u8; 2];
+        assert_eq!(plain.read(&mut two).unwrap(), 2);
+        assert_eq!(plain.read(&mut two).unwrap(), 1);
+        assert_eq!(plain.read(&mut two).unwrap(), 0);
+        assert_eq!(plain.count.load(Relaxed), 3);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
 use wireload_csv::{
-    FieldBatch, ScanConfig, ScanError, ScanErrorKind, chunk_ranges, chunk_start_states, line_ends,
-    line_of,
+    FieldBatch, ScanConfig, ScanError, ScanErrorKind, chunk_ranges, chunk_start_states,
+    chunk_states_and_lines, line_ends, line_of,
 };
 use wireload_storage::{Partitioning, TableDef};
 use wireload_types::{ColumnDef, Formats, SqlType, ValueError};
@@ -394,6 +394,11 @@ pub(crate) fn chunk_lines(
         .par_iter()
         .map(|r| line_ends(data, r.clone()))
         .collect();
+    lines_before(data, start, &counts)
+}
+
+/// [`chunk_lines`] from the line ends counted in each chunk (`counts`).
+pub(crate) fn lines_before(data: &[u8], start: usize, counts: &[u64]) -> (Vec<u64>, u64) {
     let mut before = line_ends(data, 0..start);
     let lines = counts
         .iter()
@@ -420,6 +425,19 @@ impl Chunker {
         let chunks = chunk_ranges(start, data.len(), self.size);
         let states = chunk_start_states(data, &chunks, &self.scan, self.mode);
         (chunks, states)
+    }
+
+    /// The chunks of `data[start..end]`, the quote state each starts in, and the line ends
+    /// in each (looking past `end` into `data` for a `\r\n`): one pass over the bytes.
+    pub(crate) fn chunks_and_lines(
+        &self,
+        data: &[u8],
+        start: usize,
+        end: usize,
+    ) -> (Chunks, Vec<u64>) {
+        let chunks = chunk_ranges(start, end, self.size);
+        let (states, lines) = chunk_states_and_lines(data, &chunks, &self.scan, self.mode);
+        ((chunks, states), lines)
     }
 }
 

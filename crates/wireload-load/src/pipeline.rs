@@ -18,13 +18,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::Instant;
 
-use wireload_csv::{BOM, ScanConfig, last_record_end, line_of, reference::first_record, skip_bom};
+use wireload_csv::{
+    BOM, ScanConfig, last_record_end, line_ends, line_of, reference::first_record, skip_bom,
+};
 use wireload_storage::{Table, TableDef};
 
 use crate::error::{LoadError, Position};
 use crate::limits::{check_lines, too_long};
 use crate::options::{LoadControl, LoadOptions, LoadReport};
-use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, chunk_lines};
+use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, lines_before};
 use crate::pool::install;
 use crate::publish::{Appender, Published, Sink, Text};
 use crate::reject::RejectLog;
@@ -326,9 +328,10 @@ impl Cutting {
         let (mut byte, mut lines) = (0u64, 0u64);
         loop {
             // the window ends after its last complete record, unless the stream has ended
-            let (cut, chunks) = if self.eof {
+            let (cut, chunks, counts) = if self.eof {
                 let data = self.window.bytes();
-                (data.len(), self.chunker.chunks(data, self.start))
+                let (chunks, counts) = self.chunker.chunks_and_lines(data, self.start, data.len());
+                (data.len(), chunks, counts)
             } else {
                 match cut(&self.chunker, self.window.bytes(), self.start) {
                     Some(cut) => cut,
@@ -364,9 +367,9 @@ impl Cutting {
                 lines,
                 whole: false,
             };
-            // counted once, for the next window's origin and this one's rows
+            // counted with the quotes, for the next window's origin and this one's rows
             let (chunk_lines, window_lines) =
-                chunk_lines(self.window.bytes(), self.start, &chunks.0);
+                lines_before(self.window.bytes(), self.start, &counts);
             byte += cut as u64;
             lines += window_lines;
             // the unparsed rest goes in front of the next block
@@ -410,15 +413,15 @@ fn grow(blocks: &Blocks, window: &mut Block, b: Block) {
     }
 }
 
-/// Where the window `data` (records from `start`) is cut, and its chunks up to there: after
-/// its last complete record, leaving at least the last byte for the next window (so a
-/// `\r\n` is never split); None when no record ends in it.
-fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks)> {
+/// Where the window `data` (records from `start`) is cut, its chunks up to there and the line
+/// ends in each: after its last complete record, leaving at least the last byte for the
+/// next window (so a `\r\n` is never split); None when no record ends in it.
+fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks, Vec<u64>)> {
     if data.len() <= start + 1 {
         return None;
     }
     let end = data.len() - 1;
-    let (mut chunks, mut states) = chunker.chunks(&data[..end], start);
+    let ((mut chunks, mut states), mut lines) = chunker.chunks_and_lines(data, start, end);
     let (last, state) = (chunks.last()?, *states.last()?);
     let found = last_record_end(data, end, &chunker.scan, last.start, state).or_else(|| {
         // a record longer than a chunk: look from the window's start
@@ -435,10 +438,13 @@ fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks)> 
     let n = chunks.iter().take_while(|r| r.start < cut).count();
     chunks.truncate(n);
     states.truncate(n);
-    if let Some(last) = chunks.last_mut() {
+    lines.truncate(n);
+    if let (Some(last), Some(ends)) = (chunks.last_mut(), lines.last_mut()) {
+        // the line ends counted past the cut go with the next window
+        *ends -= line_ends(data, cut..last.end);
         last.end = cut;
     }
-    Some((cut, (chunks, states)))
+    Some((cut, (chunks, states), lines))
 }
 
 /// Fails when a line of the whole input `data` (its header too) is longer than

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use crate::compressed::{BoxedReader, Codec, Counting, Sniffing, read_head};
+use crate::compressed::{BoxedReader, Codec, Counting, Mapped, Sniffing, read_head};
 use crate::encoding::{Encoding, EncodingError, transcoding};
 use crate::error::LoadError;
 use crate::parallel_decode;
@@ -232,9 +232,24 @@ impl Source {
                     // several frames or members: decoded on threads of their own
                     let decoder = match parallel_decode::open(&file, codec, consumed).map_err(io)? {
                         Some(parallel) => parallel,
-                        None => codec
-                            .decoder(Counting::new(file, Arc::clone(consumed)))
-                            .map_err(io)?,
+                        // SAFETY: as for a plain file's map below: read-only, private to
+                        // this load, never written by wireload.
+                        None => match unsafe { memmap2::Mmap::map(&file) } {
+                            // decoded in place: the compressed bytes are not copied
+                            Ok(map) => {
+                                #[cfg(unix)]
+                                {
+                                    // Advice only: a failure changes nothing but speed.
+                                    let _ = map.advise(memmap2::Advice::Sequential);
+                                }
+                                codec
+                                    .decoder_buffered(Mapped::new(map, Arc::clone(consumed)))
+                                    .map_err(io)?
+                            }
+                            Err(_) => codec
+                                .decoder(Counting::new(file, Arc::clone(consumed)))
+                                .map_err(io)?,
+                        },
                     };
                     // a small file's blocks need not be large (CSV decodes to some
                     // times its compressed size)
