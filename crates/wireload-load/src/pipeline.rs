@@ -440,8 +440,13 @@ fn cut(chunker: &Chunker, data: &[u8], start: usize) -> Option<(usize, Chunks, V
     states.truncate(n);
     lines.truncate(n);
     if let (Some(last), Some(ends)) = (chunks.last_mut(), lines.last_mut()) {
-        // the line ends counted past the cut go with the next window
-        *ends -= line_ends(data, cut..last.end);
+        // the line ends counted past the cut go with the next window; a cut after a
+        // `\r\n` whose `\n` is the window's last byte takes that line end in
+        if cut < last.end {
+            *ends -= line_ends(data, cut..last.end);
+        } else {
+            *ends += line_ends(data, last.end..cut);
+        }
         last.end = cut;
     }
     Some((cut, (chunks, states), lines))

@@ -6,6 +6,8 @@
 //!
 //! Oracles (each a panic when broken):
 //! - nothing panics or hangs, whatever the bytes;
+//! - safe mode: the bytes streamed in small blocks load as the whole input does (the same
+//!   rows, rejects and error, lines and bytes included);
 //! - a Stop load that succeeds loads as many rows as the `csv` crate reads records, where
 //!   the `csv` crate reads every record with the sniffed column count (see [`csv_records`]
 //!   for where the two dialects differ and are not compared);
@@ -79,6 +81,22 @@ pub fn check(data: &[u8], cfg: &Config) -> Option<u64> {
     };
     let stop = load(&sniffed, &sniffed.columns, &src, cfg, OnError::Stop);
     let ignore = load(&sniffed, &sniffed.columns, &src, cfg, OnError::Ignore);
+    if cfg.mode == ScanMode::Safe {
+        // the same bytes streamed in small blocks: windows cut at record ends, quote states
+        // and line counts carried from window to window
+        let block = 1 + cfg.chunk_size * 3 / 2;
+        for (on_error, whole) in [(OnError::Stop, &stop), (OnError::Ignore, &ignore)] {
+            let stream =
+                Source::reader_in_blocks("fuzz.csv", std::io::Cursor::new(data.to_vec()), block);
+            let streamed = load(&sniffed, &sniffed.columns, &stream, cfg, on_error);
+            assert_eq!(
+                outcome(&streamed),
+                outcome(whole),
+                "{on_error:?}: a stream in blocks of {block} bytes loads otherwise than the \
+                 whole input"
+            );
+        }
+    }
     let whole_sample =
         !cfg.truncated && data.len() <= cfg.sample_bytes.unwrap_or(DEFAULT_SAMPLE_BYTES);
     let ncols = sniffed.columns.len();
@@ -124,6 +142,19 @@ pub fn check(data: &[u8], cfg: &Config) -> Option<u64> {
         );
     }
     stop.ok().map(|r| r.rows)
+}
+
+/// A load's rows, rejected count and rejects (with their lines and bytes), or its error's
+/// text (which names the line and byte): what a streamed load gives as the whole one does.
+fn outcome(r: &Result<LoadReport, LoadError>) -> Result<(u64, u64, String), String> {
+    match r {
+        Ok(report) => Ok((
+            report.rows,
+            report.rejected,
+            format!("{:?}", report.rejects),
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Loads `src` into a new table of `columns` with the sniffed dialect.
