@@ -50,48 +50,76 @@ pub fn chunk_start_states(
     cfg: &ScanConfig,
     mode: ScanMode,
 ) -> Vec<QuoteState> {
+    start_states(data, chunks, cfg, mode, true)
+}
+
+/// [`chunk_start_states`], the chunks counted in parallel (on the current rayon pool) or
+/// one after the other on the calling thread.
+fn start_states(
+    data: &[u8],
+    chunks: &[Range<usize>],
+    cfg: &ScanConfig,
+    mode: ScanMode,
+    parallel: bool,
+) -> Vec<QuoteState> {
     let Some(q) = cfg.specials.quote else {
         return vec![QuoteState::Outside; chunks.len()];
     };
     if mode == ScanMode::Fast {
         return vec![QuoteState::Outside; chunks.len()];
     }
-    let mut out = Vec::with_capacity(chunks.len());
     match cfg.escape {
         None => {
-            let parities: Vec<bool> = chunks
-                .par_iter()
-                .map(|r| count_byte(&data[r.clone()], q) % 2 == 1)
-                .collect();
-            let mut inside = false;
-            for p in parities {
-                out.push(if inside {
-                    QuoteState::Inside
-                } else {
-                    QuoteState::Outside
-                });
-                inside ^= p;
-            }
+            let odd = |r: &Range<usize>| count_byte(&data[r.clone()], q) % 2 == 1;
+            let parities: Vec<bool> = if parallel {
+                chunks.par_iter().map(odd).collect()
+            } else {
+                chunks.iter().map(odd).collect()
+            };
+            states_from_parities(&parities)
         }
         Some(_) => {
-            let transitions: Vec<[QuoteState; 3]> = chunks
-                .par_iter()
-                .map(|r| QuoteState::ALL.map(|s| run_states(&data[r.clone()], cfg, s)))
-                .collect();
+            let transition =
+                |r: &Range<usize>| QuoteState::ALL.map(|s| run_states(&data[r.clone()], cfg, s));
+            let transitions: Vec<[QuoteState; 3]> = if parallel {
+                chunks.par_iter().map(transition).collect()
+            } else {
+                chunks.iter().map(transition).collect()
+            };
             let mut state = QuoteState::Outside;
-            for t in transitions {
-                out.push(state);
-                state = t[state.index()];
-            }
+            transitions
+                .into_iter()
+                .map(|t| {
+                    let start = state;
+                    state = t[state.index()];
+                    start
+                })
+                .collect()
         }
     }
-    out
+}
+
+/// The state at the start of each chunk from whether each holds an odd number of quotes.
+fn states_from_parities(odd: &[bool]) -> Vec<QuoteState> {
+    let mut inside = false;
+    odd.iter()
+        .map(|&p| {
+            let state = if inside {
+                QuoteState::Inside
+            } else {
+                QuoteState::Outside
+            };
+            inside ^= p;
+            state
+        })
+        .collect()
 }
 
 /// [`chunk_start_states`] of `chunks`, and the line ends in each chunk (as
-/// [`crate::line_ends`] counts them, looking past a chunk's end into `data`). Without a
-/// distinct escape character, the quotes and the line ends of a chunk are counted in one
-/// pass over it.
+/// [`crate::line_ends`] counts them, looking past a chunk's end into `data`), counted one
+/// chunk after the other on the calling thread (a stream's cutting thread, which must not
+/// queue behind the parse). Without a distinct escape character, the quotes and the line
+/// ends of a chunk are counted in one pass over it.
 pub fn chunk_states_and_lines(
     data: &[u8],
     chunks: &[Range<usize>],
@@ -104,29 +132,19 @@ pub fn chunk_states_and_lines(
     };
     let Some(q) = parity_quote else {
         let lines = chunks
-            .par_iter()
+            .iter()
             .map(|r| crate::line_ends(data, r.clone()))
             .collect();
-        return (chunk_start_states(data, chunks, cfg, mode), lines);
+        return (start_states(data, chunks, cfg, mode, false), lines);
     };
-    let counts: Vec<(u64, usize)> = chunks
-        .par_iter()
-        .map(|r| crate::line_ends_and_count(data, r.clone(), Some(q)))
-        .collect();
-    let mut inside = false;
-    let states = counts
+    let (lines, odd): (Vec<u64>, Vec<bool>) = chunks
         .iter()
-        .map(|&(_, quotes)| {
-            let state = if inside {
-                QuoteState::Inside
-            } else {
-                QuoteState::Outside
-            };
-            inside ^= quotes % 2 == 1;
-            state
+        .map(|r| {
+            let (lines, quotes) = crate::line_ends_and_count(data, r.clone(), Some(q));
+            (lines, quotes % 2 == 1)
         })
-        .collect();
-    (states, counts.into_iter().map(|(lines, _)| lines).collect())
+        .unzip();
+    (states_from_parities(&odd), lines)
 }
 
 /// Number of bytes equal to `b` (SIMD, dispatched at run time by `bytecount`).
