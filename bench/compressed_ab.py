@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds against each other on issue 18's zstd bar: `zstd -dc FILE` and a load of FILE by
-each wireload binary, interleaved (the binaries' order alternates by round), a buffer the
-size of the input touched and freed before every timed run.
+each wireload binary, interleaved (the binaries' order alternates by round), a buffer of
+twice the decoded input's size touched and freed before every timed run (`--touch`; see
+`bench/compressed.py`).
 
     python3 bench/compressed_ab.py --runs 7 OLD_BINARY NEW_BINARY ...
 
@@ -26,6 +27,8 @@ def main():
     ap.add_argument("binaries", nargs="+")
     ap.add_argument("--file", default="/dev/shm/wl-gz/lineitem.tbl.zst")
     ap.add_argument("--size", type=int, default=759_863_287, help="decoded bytes (to touch)")
+    ap.add_argument("--touch", type=float, default=2.0,
+                    help="the buffer touched before every timed run, in decoded sizes")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
@@ -37,19 +40,19 @@ def main():
     dec = []
     try:
         for r in range(args.runs):
-            touch(args.size)
+            touch(int(args.size * args.touch))
             t0 = time.perf_counter()
             subprocess.run(["zstd", "-q", "-dc", args.file], stdout=subprocess.DEVNULL, check=True)
             dec.append(time.perf_counter() - t0)
             for b in args.binaries if r % 2 == 0 else args.binaries[::-1]:
-                touch(args.size)
+                touch(int(args.size * args.touch))
                 out = subprocess.run([b, "--threads", str(args.threads), "-f", script],
                                      capture_output=True, text=True, check=True).stderr
                 loads[b].append(float(re.search(r"MB in ([\d.]+) s", out).group(1)))
     finally:
         os.unlink(script)
     d = statistics.median(dec)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} zstd -dc median {d:.3f} "
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} touch {args.touch} x decoded; zstd -dc median {d:.3f} "
           f"({', '.join(f'{x:.2f}' for x in dec)})")
     for b in args.binaries:
         m = statistics.median(loads[b])

@@ -457,6 +457,10 @@ impl Whole {
 /// Bytes read per block of a stream.
 pub const BLOCK_BYTES: usize = 16 << 20;
 
+/// Bytes of a stream's first block; each next one is twice as large, up to the stream's
+/// block size.
+const FIRST_BLOCK: usize = 1 << 20;
+
 /// Room kept in front of each block's bytes for the unparsed end of the previous window
 /// (usually part of one record), so a window is a block without copying it.
 const HEADROOM: usize = 64 << 10;
@@ -604,10 +608,14 @@ impl Blocks {
         let spawned = std::thread::Builder::new()
             .name("wireload-read".into())
             .spawn(move || {
+                // the first blocks are small, so the parse starts before a whole block is
+                // read (or decompressed)
+                let mut size = block.min(FIRST_BLOCK);
                 loop {
                     // a recycled buffer is full length already: nothing to zero
                     let mut buf = recycled.try_recv().unwrap_or_default();
-                    buf.resize(HEADROOM + block, 0);
+                    buf.resize(HEADROOM + size, 0);
+                    size = (size * 2).min(block);
                     let mut filled = HEADROOM;
                     let read = loop {
                         if filled == buf.len() {
@@ -680,7 +688,7 @@ impl Blocks {
         self.decoded
     }
 
-    /// Bytes per block.
+    /// Bytes per block, at most (a read stream's first blocks are smaller).
     pub fn block(&self) -> usize {
         self.block
     }
@@ -786,6 +794,26 @@ mod tests {
             all.extend_from_slice(b.bytes());
             blocks.recycle(b);
         }
+        assert_eq!(all, data);
+    }
+
+    #[test]
+    fn a_read_stream_starts_with_small_blocks_that_double_up_to_its_block_size() {
+        let data: Vec<u8> = (0..20u32 << 20).map(|i| (i % 251) as u8).collect();
+        let Input::Stream(mut blocks) =
+            Source::reader_in_blocks("x", std::io::Cursor::new(data.clone()), 8 << 20)
+                .open()
+                .unwrap()
+        else {
+            panic!("a reader streams")
+        };
+        let (mut all, mut sizes) = (Vec::new(), Vec::new());
+        while let Some(b) = blocks.next_block().unwrap() {
+            sizes.push(b.bytes().len() >> 20);
+            all.extend_from_slice(b.bytes());
+            blocks.recycle(b);
+        }
+        assert_eq!(sizes, [1, 2, 4, 8, 5]);
         assert_eq!(all, data);
     }
 }

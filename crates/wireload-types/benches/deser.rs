@@ -159,8 +159,10 @@ fn main() {
 
     // DECIMAL(15,2) as TPC-H writes it.
     let cents = |c: i64| format!("{}.{:02}", c / 100, c % 100);
-    let d152 = |b: &[u8]| deser::parse_decimal(b, 15, 2);
-    let s152 = |b: &[u8]| scalar::parse_decimal(b, 15, 2);
+    // The type is a run-time value, as in a load (constants would fold into the parser).
+    let (p, s) = black_box((15u8, 2u8));
+    let d152 = |b: &[u8]| deser::parse_decimal(b, p, s);
+    let s152 = |b: &[u8]| scalar::parse_decimal(b, p, s);
     let as_u = |v: i128| v as u64;
     let column = Column::new(count, || cents(r(1, 50) * 100));
     row("DECIMAL(15,2) l_quantity 17.00", &column, s152, d152, as_u);
