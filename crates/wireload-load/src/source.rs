@@ -612,7 +612,8 @@ impl Blocks {
                 // read (or decompressed)
                 let mut size = block.min(FIRST_BLOCK);
                 loop {
-                    // a recycled buffer is full length already: nothing to zero
+                    // a recycled buffer is full length already (unless it held one of the
+                    // first, smaller blocks): nothing to zero
                     let mut buf = recycled.try_recv().unwrap_or_default();
                     buf.resize(HEADROOM + size, 0);
                     size = (size * 2).min(block);
