@@ -81,9 +81,10 @@ impl FieldBatch {
     /// [`field`](Self::field) gives them. `data` is the input the batch was scanned from.
     #[inline]
     pub fn column<'a>(&'a self, data: &'a [u8], col: usize) -> ColumnFields<'a> {
-        let slots = self.spans.get(col..self.rows * self.stride).unwrap_or(&[]);
         ColumnFields {
-            spans: slots.iter().step_by(self.stride),
+            spans: self.spans.get(col..self.rows * self.stride).unwrap_or(&[]),
+            next: 0,
+            stride: self.stride,
             data: &data[self.base.min(data.len())..],
             batch: self,
         }
@@ -184,7 +185,11 @@ impl FieldBatch {
 /// The fields of one column of a [`FieldBatch`]; see [`FieldBatch::column`].
 #[derive(Debug, Clone)]
 pub struct ColumnFields<'a> {
-    spans: std::iter::StepBy<std::slice::Iter<'a, Span>>,
+    /// the batch's spans from the column's first field to the end of the last record
+    spans: &'a [Span],
+    /// index in `spans` of the next field (one compare a field, unlike `step_by`)
+    next: usize,
+    stride: usize,
     /// the input from the batch base on
     data: &'a [u8],
     batch: &'a FieldBatch,
@@ -195,7 +200,8 @@ impl<'a> Iterator for ColumnFields<'a> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let s = *self.spans.next()?;
+        let s = *self.spans.get(self.next)?;
+        self.next += self.stride;
         let quoted = s.end & QUOTED != 0;
         let text = if s.end & ESCAPED == 0 {
             &self.data[s.start as usize..(s.end & LOW) as usize]
@@ -207,7 +213,12 @@ impl<'a> Iterator for ColumnFields<'a> {
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.spans.size_hint()
+        let n = self
+            .spans
+            .len()
+            .saturating_sub(self.next)
+            .div_ceil(self.stride);
+        (n, Some(n))
     }
 }
 

@@ -19,6 +19,33 @@ use crate::reject::ChunkRejects;
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;
 
+/// The largest field batch a thread keeps for its next task (the span table of 2,048
+/// records of up to 255 fields).
+const KEPT_BATCH_BYTES: usize = 4 << 20;
+
+thread_local! {
+    /// The field batch of this thread's last fast-path task, kept for its next one: a new
+    /// batch's span table (a few hundred KiB) is fresh memory, faulted in page by page
+    /// again by every chunk.
+    static SPARE_BATCH: std::cell::Cell<Option<FieldBatch>> = const { std::cell::Cell::new(None) };
+}
+
+/// An empty field batch for records of `ncols` fields: this thread's kept one if it has
+/// that width.
+fn field_batch(ncols: usize) -> FieldBatch {
+    match SPARE_BATCH.take() {
+        Some(batch) if batch.ncols() == ncols => batch,
+        _ => FieldBatch::new(ncols),
+    }
+}
+
+/// Keeps `batch` for this thread's next task, unless it is large.
+fn keep_batch(batch: FieldBatch) {
+    if batch.ncols() * BATCH_ROWS * 8 <= KEPT_BATCH_BYTES {
+        SPARE_BATCH.set(Some(batch));
+    }
+}
+
 /// Why a task stopped without output.
 pub(crate) enum TaskFailure {
     /// a real error in this chunk
@@ -119,7 +146,7 @@ fn fast(
     let nfields = ctx.proj.nfields;
     let mut builders = new_builders(ctx, range.len());
     let mut scanner = Scanner::new(&ctx.scan, data, start, range.end, nfields);
-    let mut batch = FieldBatch::new(nfields);
+    let mut batch = field_batch(nfields);
     let mut part_rows = vec![0usize; nparts];
     let track_rows = ctx.sink.wants_sites();
     // a streamed input is gone when keys are merged: count the rows' lines now
@@ -240,6 +267,7 @@ fn fast(
             break;
         }
     }
+    keep_batch(batch);
     finish(
         ctx,
         index,

@@ -7,6 +7,7 @@
 //! calls of [`ColumnBuilder::finish`] (the loader finishes chunks long before that);
 //! `finish` panics otherwise.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -24,6 +25,7 @@ use crate::Field;
 use crate::deser;
 use crate::error::{FieldError, ValueError};
 use crate::format::{DateTimeFormat, Formats};
+use crate::prefault::prefault;
 use crate::ty::SqlType;
 
 /// The value buffers of one column, by physical type.
@@ -97,6 +99,14 @@ impl Validity {
         }
     }
 
+    /// Records `count` valid values.
+    #[inline(always)]
+    fn extend_valid(&mut self, count: usize) {
+        if let Some(bits) = &mut self.bits {
+            bits.append_n(count, true);
+        }
+    }
+
     /// The bitmap, created with `len` valid values when absent.
     #[cold]
     fn bits(&mut self, len: usize) -> &mut BooleanBufferBuilder {
@@ -153,22 +163,113 @@ fn is_null(field: &Field<'_>, null: &[u8]) -> bool {
     !field.quoted && field.bytes == null
 }
 
-/// The typed loop for fixed-width values: one call per batch, `parse` inlined.
+/// The full parser of a typed loop, out of line: for the fields its quick path leaves.
+#[cold]
+#[inline(never)]
+fn parse_cold<T, P: Fn(&[u8]) -> Result<T, ValueError>>(
+    parse: &P,
+    bytes: &[u8],
+) -> Result<T, ValueError> {
+    parse(bytes)
+}
+
+/// Why [`append_run`] stopped before its fields ran out.
+enum Stop {
+    /// The spare capacity is full.
+    Full,
+    /// The last field read is NULL.
+    Null,
+    /// The last field read is invalid.
+    Invalid(ValueError),
+}
+
+/// Writes the values of `fields` into `spare` until a NULL, an invalid field, or the end
+/// of either: how many it wrote, why it stopped (`None`: the fields ran out), and the
+/// fields left. The loop keeps its state in registers: the iterator by value, no length
+/// in memory, no bitmap, no `Result` per value; `quick` parses (inlined), `parse` (out of
+/// line) takes the fields it leaves.
 #[inline(always)]
-fn append_fixed<'a, T: Default, I, P>(
+fn append_run<'a, T, I, Q, P>(
+    spare: &mut [MaybeUninit<T>],
+    mut fields: I,
+    null: &[u8],
+    quick: &Q,
+    parse: &P,
+) -> (usize, Option<Stop>, I)
+where
+    I: Iterator<Item = Field<'a>>,
+    Q: Fn(&[u8]) -> Option<T>,
+    P: Fn(&[u8]) -> Result<T, ValueError>,
+{
+    let room = spare.len();
+    for (written, slot) in spare.iter_mut().enumerate() {
+        let Some(field) = fields.next() else {
+            return (written, None, fields);
+        };
+        if is_null(&field, null) {
+            return (written, Some(Stop::Null), fields);
+        }
+        let value = match quick(field.bytes) {
+            Some(value) => value,
+            None => match parse_cold(parse, field.bytes) {
+                Ok(value) => value,
+                Err(error) => return (written, Some(Stop::Invalid(error)), fields),
+            },
+        };
+        slot.write(value);
+    }
+    (room, Some(Stop::Full), fields)
+}
+
+/// The typed loop for fixed-width values: one call per batch. Runs of values between
+/// NULLs go through [`append_run`], into the capacity reserved for the fields the
+/// iterator promises; a NULL, and a field beyond that capacity, are appended apart.
+#[inline(always)]
+fn append_fixed<'a, T: Default, I, Q, P>(
     values: &mut Vec<T>,
     validity: &mut Validity,
     nullable: bool,
-    fields: I,
+    mut fields: I,
     null: &[u8],
+    quick: Q,
     parse: P,
 ) -> Result<(), FieldError>
 where
     I: Iterator<Item = Field<'a>>,
+    Q: Fn(&[u8]) -> Option<T>,
     P: Fn(&[u8]) -> Result<T, ValueError>,
 {
-    for (index, field) in fields.enumerate() {
-        if is_null(&field, null) {
+    let first = values.len();
+    loop {
+        let promised = fields.size_hint().0;
+        values.reserve(promised);
+        let len = values.len();
+        let spare = values.spare_capacity_mut();
+        prefault(spare, promised);
+        let (written, stop, rest) = append_run(spare, fields, null, &quick, &parse);
+        fields = rest;
+        // SAFETY: `append_run` initialized the first `written` slots of the spare
+        // capacity, which follow the `len` initialized values.
+        unsafe { values.set_len(len + written) };
+        validity.extend_valid(written);
+        let index = values.len() - first;
+        let null_next = match stop {
+            None => return Ok(()),
+            Some(Stop::Invalid(error)) => return Err(FieldError { index, error }),
+            Some(Stop::Null) => true,
+            Some(Stop::Full) => match fields.next() {
+                None => return Ok(()),
+                Some(field) if is_null(&field, null) => true,
+                Some(field) => {
+                    let value = parse_cold(&parse, field.bytes)
+                        .map_err(|error| FieldError { index, error })?;
+                    values.push(value);
+                    validity.valid();
+                    false
+                }
+            },
+        };
+        if null_next {
             if !nullable {
                 return Err(FieldError {
                     index,
@@ -177,39 +278,32 @@ where
             }
             validity.null(values.len());
             values.push(T::default());
-        } else {
-            match parse(field.bytes) {
-                Ok(value) => {
-                    values.push(value);
-                    validity.valid();
-                }
-                Err(error) => return Err(FieldError { index, error }),
-            }
         }
     }
-    Ok(())
 }
 
 /// Defines an out-of-line typed loop: one per kind of value, so that profiles (which see
 /// only functions) tell integers, decimals, floats, dates and timestamps apart. Each is
-/// called once per column and batch; the parser is still inlined into its loop.
+/// called once per column and batch; the quick parser is still inlined into its loop.
 macro_rules! typed_loop {
     ($(#[$doc:meta] $name:ident;)*) => {$(
         #[$doc]
         #[inline(never)]
-        fn $name<'a, T: Default, I, P>(
+        fn $name<'a, T: Default, I, Q, P>(
             values: &mut Vec<T>,
             validity: &mut Validity,
             nullable: bool,
             fields: I,
             null: &[u8],
+            quick: Q,
             parse: P,
         ) -> Result<(), FieldError>
         where
             I: Iterator<Item = Field<'a>>,
+            Q: Fn(&[u8]) -> Option<T>,
             P: Fn(&[u8]) -> Result<T, ValueError>,
         {
-            append_fixed(values, validity, nullable, fields, null, parse)
+            append_fixed(values, validity, nullable, fields, null, quick, parse)
         }
     )*};
 }
@@ -312,6 +406,13 @@ where
     I: Iterator<Item = Field<'a>>,
     P: for<'b> Fn(&'b [u8]) -> Result<&'b str, ValueError>,
 {
+    // The pages the batch will write: its offsets, and its bytes at the column's mean
+    // length so far (none before the first values).
+    let promised = fields.size_hint().0;
+    offsets.reserve(promised);
+    prefault(offsets.spare_capacity_mut(), promised);
+    let mean = data.len() / offsets.len();
+    prefault(data.spare_capacity_mut(), promised * mean);
     for (index, field) in fields.enumerate() {
         if is_null(&field, null) {
             if !nullable {
@@ -419,51 +520,102 @@ impl ColumnBuilder {
         let validity = &mut self.validity;
         match (&mut self.values, self.ty) {
             (Values::Bool(values), _) => append_bools(values, validity, nullable, fields, null),
-            (Values::I16(values), _) => {
-                append_integers(values, validity, nullable, fields, null, |b| {
-                    deser::parse_i16(b)
-                })
-            }
+            (Values::I16(values), _) => append_integers(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                |b| deser::quick_i16(b),
+                deser::parse_i16,
+            ),
             (Values::I32(values), SqlType::Date) => match format {
-                Some(f) => append_dates(values, validity, nullable, fields, null, |b| {
-                    f.parse_date(b)
-                }),
-                None => append_dates(values, validity, nullable, fields, null, |b| {
-                    deser::parse_date(b)
-                }),
+                Some(f) => append_dates(
+                    values,
+                    validity,
+                    nullable,
+                    fields,
+                    null,
+                    |b| f.parse_date(b).ok(),
+                    |b| f.parse_date(b),
+                ),
+                None => append_dates(
+                    values,
+                    validity,
+                    nullable,
+                    fields,
+                    null,
+                    |b| deser::quick_date(b),
+                    deser::parse_date,
+                ),
             },
-            (Values::I32(values), _) => {
-                append_integers(values, validity, nullable, fields, null, |b| {
-                    deser::parse_i32(b)
-                })
-            }
+            (Values::I32(values), _) => append_integers(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                |b| deser::quick_i32(b),
+                deser::parse_i32,
+            ),
             (Values::I64(values), SqlType::Timestamp) => match format {
-                Some(f) => append_timestamps(values, validity, nullable, fields, null, |b| {
-                    f.parse_timestamp(b)
-                }),
-                None => append_timestamps(values, validity, nullable, fields, null, |b| {
-                    deser::parse_timestamp(b)
-                }),
+                Some(f) => append_timestamps(
+                    values,
+                    validity,
+                    nullable,
+                    fields,
+                    null,
+                    |b| f.parse_timestamp(b).ok(),
+                    |b| f.parse_timestamp(b),
+                ),
+                None => append_timestamps(
+                    values,
+                    validity,
+                    nullable,
+                    fields,
+                    null,
+                    |b| deser::quick_timestamp(b),
+                    deser::parse_timestamp,
+                ),
             },
-            (Values::I64(values), _) => {
-                append_integers(values, validity, nullable, fields, null, |b| {
-                    deser::parse_i64(b)
-                })
-            }
-            (Values::F32(values), _) => {
-                append_floats(values, validity, nullable, fields, null, |b| {
-                    deser::parse_f32(b)
-                })
-            }
-            (Values::F64(values), _) => {
-                append_floats(values, validity, nullable, fields, null, |b| {
-                    deser::parse_f64(b)
-                })
-            }
+            (Values::I64(values), _) => append_integers(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                |b| deser::quick_i64(b),
+                deser::parse_i64,
+            ),
+            (Values::F32(values), _) => append_floats(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                |b| deser::quick_f32(b),
+                deser::parse_f32,
+            ),
+            (Values::F64(values), _) => append_floats(
+                values,
+                validity,
+                nullable,
+                fields,
+                null,
+                |b| deser::quick_f64(b),
+                deser::parse_f64,
+            ),
             (Values::I128(values), SqlType::Decimal { precision, scale }) => {
-                append_decimals(values, validity, nullable, fields, null, |b| {
-                    deser::parse_decimal(b, precision, scale)
-                })
+                let quick = deser::QuickDecimal::new(precision, scale);
+                append_decimals(
+                    values,
+                    validity,
+                    nullable,
+                    fields,
+                    null,
+                    move |b| quick.parse(b),
+                    move |b| deser::parse_decimal(b, precision, scale),
+                )
             }
             (Values::Str { offsets, data }, SqlType::Char(n)) => {
                 append_strings(offsets, data, validity, nullable, fields, null, |b| {

@@ -157,6 +157,35 @@ fn integer_slow(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Result<u64, V
     Ok(if negative { m.wrapping_neg() } else { m })
 }
 
+/// [`integer`] without its errors: `None` where it would fail or take its slow path.
+#[inline(always)]
+fn quick_integer(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Option<u64> {
+    if bytes.len() <= SHORT_INTEGER {
+        let (negative, m) = scalar::parse_integer(bytes, neg_limit, ty).ok()?;
+        return Some(if negative { m.wrapping_neg() } else { m });
+    }
+    let (negative, m) = integer_fast(bytes)?;
+    integer_value(negative, m, neg_limit, ty).ok()
+}
+
+/// [`parse_i16`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_i16(bytes: &[u8]) -> Option<i16> {
+    quick_integer(bytes, 1 << 15, names::SMALLINT).map(|v| v as i16)
+}
+
+/// [`parse_i32`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_i32(bytes: &[u8]) -> Option<i32> {
+    quick_integer(bytes, 1 << 31, names::INTEGER).map(|v| v as i32)
+}
+
+/// [`parse_i64`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_i64(bytes: &[u8]) -> Option<i64> {
+    quick_integer(bytes, 1 << 63, names::BIGINT).map(|v| v as i64)
+}
+
 /// Parses a SMALLINT (`int2in`).
 #[inline]
 pub fn parse_i16(bytes: &[u8]) -> Result<i16, ValueError> {
@@ -243,6 +272,18 @@ fn float_slow<F: PgFloat>(bytes: &[u8], ty: &'static str) -> Result<F, ValueErro
     scalar::parse_float(bytes, ty)
 }
 
+/// [`parse_f32`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_f32(bytes: &[u8]) -> Option<f32> {
+    float_fast(bytes)
+}
+
+/// [`parse_f64`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_f64(bytes: &[u8]) -> Option<f64> {
+    float_fast(bytes)
+}
+
 /// Parses a REAL (`float4in`), rounding the decimal text directly to the nearest `f32`.
 #[inline]
 pub fn parse_f32(bytes: &[u8]) -> Result<f32, ValueError> {
@@ -259,37 +300,50 @@ pub fn parse_f64(bytes: &[u8]) -> Result<f64, ValueError> {
 // DECIMAL
 // ---------------------------------------------------------------------------------------
 
+/// DECIMAL(precision, scale)'s fast path, with its bound computed once per column.
+///
 /// Reads a field that is exactly `[+-]digits[.digits]` in at most 16 bytes after the
 /// sign: the point is found and all digits are checked and converted in one pass over
-/// one or two words, then scaled or rounded to `scale` fraction digits.
-/// `None` for any other field, which the scalar path reads.
-#[inline(always)]
-fn decimal_fast(bytes: &[u8], precision: u8, scale: u8) -> Option<Result<i128, ValueError>> {
-    let (negative, body) = split_sign(bytes)?;
-    let (value, n_frac) = decimal_digits(body)?;
-    let scale_usize = scale as usize;
-    let magnitude = if n_frac == scale_usize {
-        value as u128
-    } else if n_frac < scale_usize {
-        // Below 10^16 times at most 10^22: within u128.
-        let missing = scale_usize - n_frac;
-        if missing > 22 {
+/// one or two words, then scaled or rounded to `scale` fraction digits. `None` for any
+/// other field and for values out of range, which the scalar path reads (and reports).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QuickDecimal {
+    /// `10^precision`, or `u64::MAX` when larger: magnitudes must stay below it.
+    limit: u64,
+    scale: usize,
+}
+
+impl QuickDecimal {
+    /// The fast path of DECIMAL(precision, scale).
+    pub(crate) fn new(precision: u8, scale: u8) -> Self {
+        QuickDecimal {
+            limit: u64::try_from(POW10[precision as usize]).unwrap_or(u64::MAX),
+            scale: scale as usize,
+        }
+    }
+
+    /// The value times `10^scale`, as [`parse_decimal`] gives it; `None` when the field
+    /// has another shape or the value is out of range (or not below `u64::MAX`).
+    #[inline(always)]
+    pub(crate) fn parse(self, bytes: &[u8]) -> Option<i128> {
+        let (negative, body) = split_sign(bytes)?;
+        let (value, n_frac) = decimal_digits(body)?;
+        let magnitude = if n_frac <= self.scale {
+            value.checked_mul(*POW10_U64.get(self.scale - n_frac)?)?
+        } else {
+            // Round half away from zero at the scale, as the scalar twin does: up when the
+            // first dropped digit is 5 or more, that is when the dropped part is at least
+            // half a unit.
+            let unit = POW10_U64[n_frac - self.scale];
+            let kept = value / unit;
+            kept + (value - kept * unit >= unit / 2) as u64
+        };
+        if magnitude >= self.limit {
             return None;
         }
-        value as u128 * POW10[missing]
-    } else {
-        // Round half away from zero at the scale, as the scalar twin does: up when the
-        // first dropped digit is 5 or more, that is when the dropped part is at least
-        // half a unit.
-        let unit = POW10_U64[n_frac - scale_usize];
-        let kept = value / unit;
-        (kept + (value - kept * unit >= unit / 2) as u64) as u128
-    };
-    if magnitude >= POW10[precision as usize] {
-        return Some(Err(ValueError::NumericOverflow { precision, scale }));
+        let value = magnitude as i128;
+        Some(if negative { -value } else { value })
     }
-    let value = magnitude as i128;
-    Some(Ok(if negative { -value } else { value }))
 }
 
 /// Reads `digits[.digits]` filling all of `body` (1 to 16 bytes, at least one digit): the
@@ -359,8 +413,8 @@ fn decimal_slow(bytes: &[u8], precision: u8, scale: u8) -> Result<i128, ValueErr
 #[inline]
 pub fn parse_decimal(bytes: &[u8], precision: u8, scale: u8) -> Result<i128, ValueError> {
     debug_assert!((1..=38).contains(&precision) && scale <= precision);
-    match decimal_fast(bytes, precision, scale) {
-        Some(result) => result,
+    match QuickDecimal::new(precision, scale).parse(bytes) {
+        Some(value) => Ok(value),
         None => decimal_slow(bytes, precision, scale),
     }
 }
@@ -522,6 +576,22 @@ pub fn parse_date(bytes: &[u8]) -> Result<i32, ValueError> {
         Some(result) => result.map(|(days, _)| days),
         None => date_slow(bytes),
     }
+}
+
+/// [`parse_date`]'s value where its fast path reads the field; `None` leaves the field to it.
+#[inline(always)]
+pub(crate) fn quick_date(bytes: &[u8]) -> Option<i32> {
+    date_time_fast(bytes)?.ok().map(|(days, _)| days)
+}
+
+/// [`parse_timestamp`]'s value where its fast path reads the field; `None` leaves the field
+/// to it.
+#[inline(always)]
+pub(crate) fn quick_timestamp(bytes: &[u8]) -> Option<i64> {
+    // Years 1 to 9999: no overflow.
+    date_time_fast(bytes)?
+        .ok()
+        .map(|(days, time)| days as i64 * MICROS_PER_DAY + time)
 }
 
 /// Parses a TIMESTAMP (`timestamp_in`) written `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`

@@ -17,6 +17,7 @@ pub mod builder;
 pub mod deser;
 pub mod error;
 pub mod format;
+mod prefault;
 pub mod schema;
 #[cfg(feature = "sql")]
 pub mod sql;
