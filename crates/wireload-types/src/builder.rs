@@ -163,14 +163,89 @@ fn is_null(field: &Field<'_>, null: &[u8]) -> bool {
     !field.quoted && field.bytes == null
 }
 
-/// The full parser of a typed loop, out of line: for the fields its quick path leaves.
+/// How a typed loop turns a field's text into the value it stores.
+trait Parse<T> {
+    /// The value where the fast path reads the field; `None` leaves it to [`full`].
+    ///
+    /// [`full`]: Parse::full
+    fn quick(&mut self, bytes: &[u8]) -> Option<T>;
+    /// The value, or why the field is invalid.
+    fn full(&mut self, bytes: &[u8]) -> Result<T, ValueError>;
+    /// The value stored for a NULL.
+    fn null(&mut self) -> T;
+}
+
+/// A fixed-width type's parsers: its fast path (`Q`) and its full parser (`P`).
+struct Fixed<Q, P>(Q, P);
+
+impl<T: Default, Q, P> Parse<T> for Fixed<Q, P>
+where
+    Q: Fn(&[u8]) -> Option<T>,
+    P: Fn(&[u8]) -> Result<T, ValueError>,
+{
+    #[inline(always)]
+    fn quick(&mut self, bytes: &[u8]) -> Option<T> {
+        (self.0)(bytes)
+    }
+
+    #[inline(always)]
+    fn full(&mut self, bytes: &[u8]) -> Result<T, ValueError> {
+        (self.1)(bytes)
+    }
+
+    #[inline(always)]
+    fn null(&mut self) -> T {
+        T::default()
+    }
+}
+
+/// A string type's parser (`P` validates and gives the text to store), appending the text
+/// to `data`: the value is the end offset that follows it.
+struct Strings<'d, P> {
+    data: &'d mut Vec<u8>,
+    parse: P,
+}
+
+impl<P> Strings<'_, P> {
+    /// Appends `text`; the offset after it.
+    #[inline(always)]
+    fn push(&mut self, text: &str) -> i32 {
+        append_bytes(self.data, text.as_bytes());
+        debug_assert!(
+            self.data.len() <= i32::MAX as usize,
+            "string column over 2 GiB"
+        );
+        self.data.len() as i32
+    }
+}
+
+impl<P> Parse<i32> for Strings<'_, P>
+where
+    P: for<'b> Fn(&'b [u8]) -> Result<&'b str, ValueError>,
+{
+    #[inline(always)]
+    fn quick(&mut self, bytes: &[u8]) -> Option<i32> {
+        let text = (self.parse)(bytes).ok()?;
+        Some(self.push(text))
+    }
+
+    #[inline(always)]
+    fn full(&mut self, bytes: &[u8]) -> Result<i32, ValueError> {
+        let text = (self.parse)(bytes)?;
+        Ok(self.push(text))
+    }
+
+    #[inline(always)]
+    fn null(&mut self) -> i32 {
+        self.data.len() as i32
+    }
+}
+
+/// [`Parse::full`], out of line: for the fields the quick path leaves.
 #[cold]
 #[inline(never)]
-fn parse_cold<T, P: Fn(&[u8]) -> Result<T, ValueError>>(
-    parse: &P,
-    bytes: &[u8],
-) -> Result<T, ValueError> {
-    parse(bytes)
+fn parse_cold<T, P: Parse<T>>(parse: &mut P, bytes: &[u8]) -> Result<T, ValueError> {
+    parse.full(bytes)
 }
 
 /// Why [`append_run`] stopped before its fields ran out.
@@ -186,20 +261,18 @@ enum Stop {
 /// Writes the values of `fields` into `spare` until a NULL, an invalid field, or the end
 /// of either: how many it wrote, why it stopped (`None`: the fields ran out), and the
 /// fields left. The loop keeps its state in registers: the iterator by value, no length
-/// in memory, no bitmap, no `Result` per value; `quick` parses (inlined), `parse` (out of
-/// line) takes the fields it leaves.
+/// in memory, no bitmap, no `Result` per value; the quick parser is inlined, the full one
+/// (out of line) takes the fields it leaves.
 #[inline(always)]
-fn append_run<'a, T, I, Q, P>(
+fn append_run<'a, T, I, P>(
     spare: &mut [MaybeUninit<T>],
     mut fields: I,
     null: &[u8],
-    quick: &Q,
-    parse: &P,
+    parse: &mut P,
 ) -> (usize, Option<Stop>, I)
 where
     I: Iterator<Item = Field<'a>>,
-    Q: Fn(&[u8]) -> Option<T>,
-    P: Fn(&[u8]) -> Result<T, ValueError>,
+    P: Parse<T>,
 {
     let room = spare.len();
     for (written, slot) in spare.iter_mut().enumerate() {
@@ -209,7 +282,7 @@ where
         if is_null(&field, null) {
             return (written, Some(Stop::Null), fields);
         }
-        let value = match quick(field.bytes) {
+        let value = match parse.quick(field.bytes) {
             Some(value) => value,
             None => match parse_cold(parse, field.bytes) {
                 Ok(value) => value,
@@ -221,23 +294,23 @@ where
     (room, Some(Stop::Full), fields)
 }
 
-/// The typed loop for fixed-width values: one call per batch. Runs of values between
-/// NULLs go through [`append_run`], into the capacity reserved for the fields the
-/// iterator promises; a NULL, and a field beyond that capacity, are appended apart.
+/// The typed loop: one call per column and batch. Runs of values between NULLs go through
+/// [`append_run`], into the capacity reserved for the fields the iterator promises; a
+/// NULL, and a field beyond that capacity, are appended apart. `values` holds `lead`
+/// entries before its first value (a string column's leading offset).
 #[inline(always)]
-fn append_fixed<'a, T: Default, I, Q, P>(
+fn append_values<'a, T, I, P>(
     values: &mut Vec<T>,
+    lead: usize,
     validity: &mut Validity,
     nullable: bool,
     mut fields: I,
     null: &[u8],
-    quick: Q,
-    parse: P,
+    mut parse: P,
 ) -> Result<(), FieldError>
 where
     I: Iterator<Item = Field<'a>>,
-    Q: Fn(&[u8]) -> Option<T>,
-    P: Fn(&[u8]) -> Result<T, ValueError>,
+    P: Parse<T>,
 {
     let first = values.len();
     loop {
@@ -246,7 +319,7 @@ where
         let len = values.len();
         let spare = values.spare_capacity_mut();
         prefault(spare, promised);
-        let (written, stop, rest) = append_run(spare, fields, null, &quick, &parse);
+        let (written, stop, rest) = append_run(spare, fields, null, &mut parse);
         fields = rest;
         // SAFETY: `append_run` initialized the first `written` slots of the spare
         // capacity, which follow the `len` initialized values.
@@ -261,7 +334,7 @@ where
                 None => return Ok(()),
                 Some(field) if is_null(&field, null) => true,
                 Some(field) => {
-                    let value = parse_cold(&parse, field.bytes)
+                    let value = parse_cold(&mut parse, field.bytes)
                         .map_err(|error| FieldError { index, error })?;
                     values.push(value);
                     validity.valid();
@@ -276,8 +349,8 @@ where
                     error: ValueError::NotNull,
                 });
             }
-            validity.null(values.len());
-            values.push(T::default());
+            validity.null(values.len() - lead);
+            values.push(parse.null());
         }
     }
 }
@@ -303,7 +376,7 @@ macro_rules! typed_loop {
             Q: Fn(&[u8]) -> Option<T>,
             P: Fn(&[u8]) -> Result<T, ValueError>,
         {
-            append_fixed(values, validity, nullable, fields, null, quick, parse)
+            append_values(values, 0, validity, nullable, fields, null, Fixed(quick, parse))
         }
     )*};
 }
@@ -390,7 +463,7 @@ fn copy_ends<const W: usize>(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) 
     dst[n - W..].write_copy_of_slice(&src[n - W..]);
 }
 
-/// The typed loop for strings; `parse` validates and returns the bytes to store. Out of
+/// The typed loop for strings; `parse` validates and returns the text to store. Out of
 /// line, as the loops of [`typed_loop`].
 #[inline(never)]
 fn append_strings<'a, I, P>(
@@ -406,36 +479,12 @@ where
     I: Iterator<Item = Field<'a>>,
     P: for<'b> Fn(&'b [u8]) -> Result<&'b str, ValueError>,
 {
-    // The pages the batch will write: its offsets, and its bytes at the column's mean
-    // length so far (none before the first values).
-    let promised = fields.size_hint().0;
-    offsets.reserve(promised);
-    prefault(offsets.spare_capacity_mut(), promised);
+    // The pages of the batch's text at the column's mean length so far (none before the
+    // first values); the offsets' are mapped by the loop.
     let mean = data.len() / offsets.len();
-    prefault(data.spare_capacity_mut(), promised * mean);
-    for (index, field) in fields.enumerate() {
-        if is_null(&field, null) {
-            if !nullable {
-                return Err(FieldError {
-                    index,
-                    error: ValueError::NotNull,
-                });
-            }
-            validity.null(offsets.len() - 1);
-            offsets.push(data.len() as i32);
-        } else {
-            match parse(field.bytes) {
-                Ok(text) => {
-                    append_bytes(data, text.as_bytes());
-                    debug_assert!(data.len() <= i32::MAX as usize, "string column over 2 GiB");
-                    offsets.push(data.len() as i32);
-                    validity.valid();
-                }
-                Err(error) => return Err(FieldError { index, error }),
-            }
-        }
-    }
-    Ok(())
+    prefault(data.spare_capacity_mut(), fields.size_hint().0 * mean);
+    let strings = Strings { data, parse };
+    append_values(offsets, 1, validity, nullable, fields, null, strings)
 }
 
 impl ColumnBuilder {
