@@ -1,5 +1,7 @@
 //! The fast (SWAR) deserializers against their scalar twins: for every input, valid or
-//! not, both must return the same `Result`. Also the word helpers against naive loops.
+//! not, both must return the same `Result`, and a fast path alone (the typed loops'
+//! `quick_*`) gives a value only where the twin gives the same one. Also the word helpers
+//! against naive loops.
 
 use proptest::prelude::*;
 
@@ -64,6 +66,67 @@ fn differences(input: &[u8]) -> Vec<String> {
             &format!("decimal({p},{s})"),
             deser::parse_decimal(input, p, s),
             scalar::parse_decimal(input, p, s)
+        );
+    }
+    // The fast paths the typed loops inline: where one gives a value, it is the scalar
+    // twin's (where it gives none, the loop asks the full parser, compared above).
+    macro_rules! quick {
+        ($name:expr, $quick:expr, $slow:expr, $bits:expr) => {{
+            if let Some(q) = $quick {
+                let s = $slow;
+                let same = s.as_ref().is_ok_and(|v| $bits(*v) == $bits(q));
+                check($name, same, format!("{q:?}"), format!("{s:?}"));
+            }
+        }};
+    }
+    quick!(
+        "quick i16",
+        deser::quick_i16(input),
+        scalar::parse_i16(input),
+        |v| v
+    );
+    quick!(
+        "quick i32",
+        deser::quick_i32(input),
+        scalar::parse_i32(input),
+        |v| v
+    );
+    quick!(
+        "quick i64",
+        deser::quick_i64(input),
+        scalar::parse_i64(input),
+        |v| v
+    );
+    quick!(
+        "quick date",
+        deser::quick_date(input),
+        scalar::parse_date(input),
+        |v| v
+    );
+    quick!(
+        "quick timestamp",
+        deser::quick_timestamp(input),
+        scalar::parse_timestamp(input),
+        |v| v
+    );
+    quick!(
+        "quick f64",
+        deser::quick_f64(input),
+        scalar::parse_f64(input),
+        f64::to_bits
+    );
+    quick!(
+        "quick f32",
+        deser::quick_f32(input),
+        scalar::parse_f32(input),
+        f32::to_bits
+    );
+    for (p, s) in DECIMAL_TYPES {
+        quick!(
+            &format!("quick decimal({p},{s})"),
+            deser::QuickDecimal::new(p, s).parse(input),
+            scalar::parse_decimal(input, p, s),
+            |v| v
         );
     }
     let (f, s) = (deser::parse_f64(input), scalar::parse_f64(input));
