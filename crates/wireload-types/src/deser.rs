@@ -137,15 +137,12 @@ fn integer_value(
 }
 
 /// An integer of a type whose minimum has magnitude `neg_limit`, as the bits of a `u64`:
-/// short fields through the scalar twin's loop (inlined), the rest as words.
+/// [`quick_integer`] (inlined), else the scalar twin (out of line), which also gives the
+/// errors.
 #[inline(always)]
 fn integer(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Result<u64, ValueError> {
-    if bytes.len() <= SHORT_INTEGER {
-        let (negative, m) = scalar::parse_integer(bytes, neg_limit, ty)?;
-        return Ok(if negative { m.wrapping_neg() } else { m });
-    }
-    match integer_fast(bytes) {
-        Some((negative, m)) => integer_value(negative, m, neg_limit, ty),
+    match quick_integer(bytes, neg_limit, ty) {
+        Some(value) => Ok(value),
         None => integer_slow(bytes, neg_limit, ty),
     }
 }
@@ -157,7 +154,8 @@ fn integer_slow(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Result<u64, V
     Ok(if negative { m.wrapping_neg() } else { m })
 }
 
-/// [`integer`] without its errors: `None` where it would fail or take its slow path.
+/// An integer's fast path: short fields through the scalar twin's loop (inlined), the
+/// rest as words; `None` where the field is invalid or needs the slow path.
 #[inline(always)]
 fn quick_integer(bytes: &[u8], neg_limit: u64, ty: &'static str) -> Option<u64> {
     if bytes.len() <= SHORT_INTEGER {
