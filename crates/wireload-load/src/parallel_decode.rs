@@ -56,6 +56,8 @@ const MIN_REGION: usize = 64 << 10;
 const MAX_REGION: usize = 16 << 20;
 /// Compressed bytes a decoder is given per read of its input.
 const INPUT_WINDOW: usize = 1 << 20;
+/// Most bytes one zstd block decodes to (`ZSTD_BLOCKSIZE_MAX`).
+const MAX_BLOCK: usize = 128 << 10;
 /// Largest zstd window the streaming decoder accepts by default (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`).
 const MAX_WINDOW: u64 = 1 << 27;
 /// Longest gzip header field (file name, comment) flate2 accepts.
@@ -202,6 +204,43 @@ fn frame_at(data: &[u8], at: usize) -> Option<Frame> {
         content,
         plain,
     })
+}
+
+/// The most bytes the whole zstd frame `frame` (current format or skippable) decodes to:
+/// each block's size from its header, a compressed block counted at the most a block holds.
+fn content_bound(frame: &[u8]) -> Option<usize> {
+    let magic = u32::from_le_bytes(frame.get(..4)?.try_into().ok()?);
+    if magic & 0xFFFF_FFF0 == ZSTD_SKIPPABLE {
+        return Some(0);
+    }
+    if magic != ZSTD_FRAME {
+        return None;
+    }
+    let descriptor = *frame.get(4)?;
+    let single = descriptor & 0x20 != 0;
+    let dictionary = [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let size_field = [usize::from(single), 2, 4, 8][usize::from(descriptor >> 6)];
+    let mut pos = 5 + usize::from(!single) + dictionary + size_field;
+    let mut bound = 0usize;
+    loop {
+        let header = frame.get(pos..pos + 3)?;
+        let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
+        let size = (header >> 3) as usize;
+        let (decoded, stored) = match (header >> 1) & 3 {
+            0 => (size, size),
+            1 => (size, 1),
+            2 => (MAX_BLOCK, size),
+            _ => return None,
+        };
+        bound = bound.checked_add(decoded)?;
+        pos += 3 + stored;
+        if pos > frame.len() {
+            return None;
+        }
+        if header & 1 != 0 {
+            return Some(bound);
+        }
+    }
 }
 
 /// The window size a current-format zstd frame declares (0 for a single-segment frame,
@@ -525,33 +564,28 @@ fn decode_run(
         };
         let src = &data[pos..frame.end];
         let room = settings.max_unit - out.len().min(settings.max_unit);
-        match frame.content {
-            Some(size) => {
-                let Ok(size) = usize::try_from(size) else {
-                    return Outcome::Nothing;
-                };
-                if size > room {
-                    return Outcome::Nothing;
-                }
-                let from = out.len();
-                out.resize(from + size, 0);
-                let context = context.get_or_insert_with(zstd_safe::DCtx::create);
-                match context.decompress(&mut out[from..], src) {
-                    Ok(n) if n == size => {}
-                    _ => {
-                        *context = zstd_safe::DCtx::create();
-                        return Outcome::Nothing;
-                    }
-                }
-            }
-            None => {
-                let Ok(mut decoder) = zstd::stream::read::Decoder::with_buffer(src) else {
-                    return Outcome::Nothing;
-                };
-                match (&mut decoder).take(room as u64 + 1).read_to_end(&mut out) {
-                    Ok(n) if n <= room => {}
-                    _ => return Outcome::Nothing,
-                }
+        // a declared size is exact; without one, the blocks' headers bound it
+        let (want, exact) = match frame.content {
+            Some(size) => (usize::try_from(size).unwrap_or(usize::MAX), true),
+            None => match content_bound(src) {
+                Some(bound) => (bound.min(room), false),
+                None => return Outcome::Nothing,
+            },
+        };
+        if want > room {
+            return Outcome::Nothing;
+        }
+        let from = out.len();
+        out.reserve(want);
+        let context = context.get_or_insert_with(zstd_safe::DCtx::create);
+        // decoded straight into the vector's spare room: nothing zero-filled, nothing copied
+        let mut cursor = io::Cursor::new(&mut out);
+        cursor.set_position(from as u64);
+        match context.decompress(&mut cursor, src) {
+            Ok(n) if (if exact { n == want } else { n <= room }) => {}
+            _ => {
+                *context = zstd_safe::DCtx::create();
+                return Outcome::Nothing;
             }
         }
         pos = frame.end;
@@ -1244,6 +1278,90 @@ mod tests {
                 let took = same(Codec::Zstd, &z, s).1;
                 assert_eq!(took, job_bytes < 1 << 20, "{s:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_frame_bound_covers_what_the_frame_decodes_to() {
+        let mut x = 7u64;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let inputs = [
+            text(12, 40_000),
+            noise,
+            vec![0; 400_000],
+            b"a".to_vec(),
+            Vec::new(),
+        ];
+        for data in &inputs {
+            for level in [-5, 1, 3, 19] {
+                for (size, checksum) in [(false, false), (false, true), (true, true)] {
+                    let frame = zstd_frame(data, level, size, checksum);
+                    let bound = content_bound(&frame).unwrap();
+                    let blocks = data.len().div_ceil(MAX_BLOCK).max(1);
+                    assert!(bound >= data.len(), "{} bytes, level {level}", data.len());
+                    // (the fast levels cut full blocks; higher ones may split them)
+                    assert!(
+                        level > 3 || bound <= blocks * MAX_BLOCK,
+                        "{} bytes, level {level}",
+                        data.len()
+                    );
+                    // cut short anywhere in the blocks: no bound
+                    assert_eq!(content_bound(&frame[..frame.len() - 5]), None);
+                }
+            }
+        }
+        assert_eq!(content_bound(&skippable(3, b"payload")), Some(0));
+        assert_eq!(content_bound(b"not a frame"), None);
+        // a reserved block type
+        let mut frame = zstd_frame(b"abc", 3, false, false);
+        let header = frame.len() - 3 - 3;
+        frame[header] |= 6;
+        assert_eq!(content_bound(&frame), None);
+    }
+
+    #[test]
+    fn frames_without_a_declared_size_are_decoded_by_the_threads() {
+        let data = text(13, 30_000);
+        let mut z = Vec::new();
+        for piece in data.chunks(100_000) {
+            z.extend(zstd_frame(piece, 3, false, true));
+            z.extend(zstd_frame(b"", 1, false, false));
+        }
+        let bytes: Bytes = Arc::new(z.clone());
+        let s = settings(1, 1, 1 << 20, 0);
+        let run = Run {
+            start: 0,
+            end: z.len(),
+            stream: false,
+        };
+        let Outcome::Decoded {
+            start,
+            end,
+            data: got,
+        } = decode_run(&bytes, run, &s, &mut None)
+        else {
+            panic!("not decoded");
+        };
+        assert_eq!((start, end), (0, z.len()));
+        assert!(got == data);
+        // above the limit: left to the reader
+        let tight = Settings {
+            max_unit: data.len() - 1,
+            ..s
+        };
+        assert!(matches!(
+            decode_run(&bytes, run, &tight, &mut None),
+            Outcome::Nothing
+        ));
+        for threads in [1, 2] {
+            assert!(same(Codec::Zstd, &z, settings(threads, 2, 50_000, 0)).1);
         }
     }
 
