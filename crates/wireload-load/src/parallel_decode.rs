@@ -42,14 +42,16 @@ use std::time::Duration;
 use flate2::bufread::{GzDecoder, MultiGzDecoder};
 use zstd::zstd_safe;
 
-use crate::compressed::{BoxedReader, Codec, describe};
+use crate::compressed::{Codec, describe};
 
 /// Most decoder threads of one reader.
 const MAX_THREADS: usize = 8;
 /// Most decoded bytes one job holds: a frame or member above it is streamed instead.
 const MAX_UNIT: usize = 64 << 20;
-/// Decoded bytes a job aims at.
+/// Decoded bytes a job aims at (a zstd run at first).
 const JOB_BYTES: usize = 2 << 20;
+/// Decoded bytes a zstd run grows to (each run aims at twice the last): a consumer's block.
+const RUN_BYTES: usize = 16 << 20;
 /// Smallest gzip region (and half the smallest file the threads decode).
 const MIN_REGION: usize = 64 << 10;
 /// Largest gzip region.
@@ -80,13 +82,15 @@ fn slice(bytes: &Bytes) -> &[u8] {
 /// A reader that decodes the compressed regular `file` (gzip or zstd, `codec`) on several
 /// threads, adding the compressed bytes it hands out to `consumed`; None when that would
 /// gain nothing (one zstd frame, too few frames to share out, a small file, one CPU): the
-/// caller then streams it with [`Codec::decoder`].
+/// caller then streams it with [`Codec::decoder`]. Jobs decoded whole keep `front` bytes of
+/// room before their bytes ([`ParallelReader::next_part`]).
 pub(crate) fn open(
     file: &File,
     codec: Codec,
     consumed: &Arc<AtomicU64>,
-) -> io::Result<Option<BoxedReader>> {
-    let settings = Settings::for_machine();
+    front: usize,
+) -> io::Result<Option<ParallelReader>> {
+    let settings = Settings::for_machine(front);
     if settings.threads < 2 || file.metadata()?.len() < 2 * MIN_REGION as u64 {
         return Ok(None);
     }
@@ -99,8 +103,12 @@ pub(crate) fn open(
         // Advice only: a failure changes nothing but speed.
         let _ = map.advise(memmap2::Advice::Sequential);
     }
-    let reader = ParallelReader::new(Arc::new(map), codec, Arc::clone(consumed), settings);
-    Ok(reader.map(|r| Box::new(r) as BoxedReader))
+    Ok(ParallelReader::new(
+        Arc::new(map),
+        codec,
+        Arc::clone(consumed),
+        settings,
+    ))
 }
 
 /// How a [`ParallelReader`] shares out its work.
@@ -112,15 +120,20 @@ pub(crate) struct Settings {
     pub(crate) ahead: usize,
     /// Most decoded bytes a job holds.
     pub(crate) max_unit: usize,
-    /// Decoded bytes a job aims at.
+    /// Decoded bytes a job aims at (a zstd run: the first one).
     pub(crate) job_bytes: usize,
+    /// zstd: decoded bytes a run grows to (at least `job_bytes`).
+    pub(crate) run_bytes: usize,
     /// gzip: the size of a region, or None to size regions by the first member's ratio.
     pub(crate) region: Option<usize>,
+    /// Room kept in front of a job's decoded bytes (for what the consumer puts before them).
+    pub(crate) front: usize,
 }
 
 impl Settings {
-    /// Up to [`MAX_THREADS`] threads, at most the machine's parallelism, two jobs each ahead.
-    pub(crate) fn for_machine() -> Settings {
+    /// Up to [`MAX_THREADS`] threads, at most the machine's parallelism, two jobs each ahead;
+    /// `front` bytes of room before each job's bytes.
+    pub(crate) fn for_machine(front: usize) -> Settings {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(MAX_THREADS);
@@ -129,7 +142,9 @@ impl Settings {
             ahead: 2 * threads,
             max_unit: MAX_UNIT,
             job_bytes: JOB_BYTES,
+            run_bytes: RUN_BYTES,
             region: None,
+            front,
         }
     }
 }
@@ -273,13 +288,23 @@ struct FrameWalk {
     pos: usize,
     /// Something that is not a whole frame starts at `pos`.
     stuck: bool,
+    /// Decoded bytes the next run aims at (0 before the first).
+    target: usize,
 }
 
 impl FrameWalk {
-    /// The next run: frames up to about `job_bytes` decoded (never above `max_unit`), or a
-    /// frame the threads do not decode alone; None at the end of the frames.
+    /// The next run: frames up to about `job_bytes` decoded the first time and twice the
+    /// last after, up to `run_bytes` (never above `max_unit`), or a frame the threads do not
+    /// decode alone; None at the end of the frames.
     fn next_run(&mut self, data: &[u8], settings: &Settings) -> Option<Run> {
         let start = self.pos;
+        let target = match self.target {
+            0 => settings.job_bytes,
+            target => target,
+        };
+        self.target = target
+            .saturating_mul(2)
+            .min(settings.run_bytes.max(settings.job_bytes));
         let mut estimate = 0usize;
         while !self.stuck && self.pos < data.len() {
             let Some(frame) = frame_at(data, self.pos) else {
@@ -301,9 +326,14 @@ impl FrameWalk {
                     stream: true,
                 });
             }
-            // an undeclared size: guess from the compressed size
+            // an undeclared size: what its blocks can hold, or some times its compressed
+            // size when less
             let size = frame.content.map_or_else(
-                || (frame.end - self.pos).saturating_mul(8),
+                || {
+                    let bound = content_bound(&data[self.pos..frame.end]);
+                    let guess = (frame.end - self.pos).saturating_mul(8);
+                    bound.map_or(guess, |bound| bound.min(guess))
+                },
                 |size| size as usize,
             );
             if self.pos > start && estimate.saturating_add(size) > settings.max_unit {
@@ -311,7 +341,7 @@ impl FrameWalk {
             }
             estimate = estimate.saturating_add(size);
             self.pos = frame.end;
-            if estimate >= settings.job_bytes {
+            if estimate >= target {
                 break;
             }
         }
@@ -442,7 +472,7 @@ enum Outcome {
         start: usize,
         /// Where the last ends.
         end: usize,
-        /// Their decoded bytes.
+        /// Their decoded bytes, after `Settings::front` bytes of room.
         data: Vec<u8>,
     },
     /// Nothing the reader can use: it decodes this part itself.
@@ -484,6 +514,39 @@ struct Shared {
     /// gzip: the reader has settled everything before this offset (a job looks for members
     /// from here on; a region that ends before it is of no use).
     claimed: AtomicUsize,
+    /// Buffers the consumer gave back, to decode into again.
+    spare: Spare,
+}
+
+/// Buffers given back to decode into again (a few: more are dropped).
+#[derive(Clone, Default)]
+struct Spare(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Spare {
+    /// Most buffers kept.
+    const KEPT: usize = 4;
+
+    /// Keeps `buf` (when fewer than [`Spare::KEPT`] wait).
+    fn give(&self, buf: Vec<u8>) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() < Self::KEPT && buf.capacity() > 0 {
+            kept.push(buf);
+        }
+    }
+
+    /// A kept buffer as it was given (or a new, empty one).
+    fn pop(&self) -> Vec<u8> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        kept.unwrap_or_default()
+    }
+
+    /// A buffer holding `front` bytes of room and nothing else.
+    fn take(&self, front: usize) -> Vec<u8> {
+        let mut buf = self.pop();
+        buf.clear();
+        buf.resize(front, 0);
+        buf
+    }
 }
 
 /// Locks `state`, whatever a panicking holder left (the threads catch their panics).
@@ -528,7 +591,8 @@ fn work(shared: &Shared) {
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| match shared.plan {
             Plan::Zstd => run.map_or(Outcome::Nothing, |run| {
-                decode_run(&shared.bytes, run, &shared.settings, &mut context)
+                let out = shared.spare.take(shared.settings.front);
+                decode_run(&shared.bytes, run, &shared.settings, &mut context, out)
             }),
             Plan::Gzip { region, bgzf } => decode_region(shared, job, region, bgzf),
         }))
@@ -544,26 +608,28 @@ fn work(shared: &Shared) {
     }
 }
 
-/// Decodes the zstd frames of `run` (with a reused context when they declare their size),
-/// or Nothing when any of them does not decode or would exceed `max_unit` bytes.
+/// Decodes the zstd frames of `run` (with a reused context) after what `out` holds (the
+/// front room), or Nothing when any of them does not decode or would exceed `max_unit`
+/// bytes.
 fn decode_run(
     bytes: &Bytes,
     run: Run,
     settings: &Settings,
     context: &mut Option<zstd_safe::DCtx<'static>>,
+    mut out: Vec<u8>,
 ) -> Outcome {
     if run.stream {
         return Outcome::Nothing;
     }
     let data = slice(bytes);
-    let mut out = Vec::new();
+    let front = out.len();
     let mut pos = run.start;
     while pos < run.end {
         let Some(frame) = frame_at(data, pos) else {
             return Outcome::Nothing;
         };
         let src = &data[pos..frame.end];
-        let room = settings.max_unit - out.len().min(settings.max_unit);
+        let room = settings.max_unit - (out.len() - front).min(settings.max_unit);
         // a declared size is exact; without one, the blocks' headers bound it
         let (want, exact) = match frame.content {
             Some(size) => (usize::try_from(size).unwrap_or(usize::MAX), true),
@@ -605,7 +671,9 @@ fn decode_region(shared: &Shared, job: usize, region: usize, bgzf: bool) -> Outc
     let len = data.len();
     let lo = job.saturating_mul(region).min(len);
     let hi = lo.saturating_add(region).min(len);
-    let max_unit = shared.settings.max_unit;
+    let Settings {
+        max_unit, front, ..
+    } = shared.settings;
     let moot = || shared.stop.load(Relaxed) || shared.claimed.load(Relaxed) >= hi;
     let mut from = lo.max(shared.claimed.load(Relaxed));
     // decoded bytes (and a toll per try) spent on false starts
@@ -614,11 +682,12 @@ fn decode_region(shared: &Shared, job: usize, region: usize, bgzf: bool) -> Outc
         let Some(at) = candidate(data, from, hi, bgzf) else {
             break;
         };
-        let mut out = Vec::new();
+        let mut out = shared.spare.take(front);
         let mut end = at;
         loop {
             let kept = out.len();
-            match member(&shared.bytes, end, max_unit - kept.min(max_unit), &mut out) {
+            let room = max_unit - (kept - front).min(max_unit);
+            match member(&shared.bytes, end, room, &mut out) {
                 Ok(next) => end = next,
                 Err(n) => {
                     out.truncate(kept);
@@ -639,6 +708,7 @@ fn decode_region(shared: &Shared, job: usize, region: usize, bgzf: bool) -> Outc
                 data: out,
             };
         }
+        shared.spare.give(out);
         from = at + 1;
     }
     Outcome::Nothing
@@ -696,7 +766,8 @@ impl Stream {
 enum Now {
     /// Between two parts, at `ParallelReader::next`.
     Between,
-    /// Handing out a job's decoded bytes (from `at`); then the reader is at `end`.
+    /// Handing out a job's decoded bytes (from `at`, `Settings::front` at first); then the
+    /// reader is at `end`.
     Buffer {
         /// The decoded bytes.
         data: Vec<u8>,
@@ -749,6 +820,18 @@ pub(crate) struct ParallelReader {
     chains: (usize, usize),
     /// The error the reader failed with: every later read fails with it too.
     failed: Option<(io::ErrorKind, String)>,
+    /// Buffers given back, for the threads to decode into.
+    spare: Spare,
+}
+
+/// What a [`ParallelReader`] gives next when its parts are taken whole.
+pub(crate) enum Part {
+    /// A job's decoded bytes (never none), after `front` bytes of room.
+    Decoded(Vec<u8>),
+    /// Bytes the reader decodes itself: [`ParallelReader::read_part`] reads them.
+    Stream,
+    /// Nothing more.
+    End,
 }
 
 impl ParallelReader {
@@ -778,6 +861,7 @@ impl ParallelReader {
             looked: None,
             chains: (0, 0),
             failed: None,
+            spare: Spare::default(),
         };
         let data = slice(&reader.bytes);
         match codec {
@@ -850,6 +934,7 @@ impl ParallelReader {
             work: Condvar::new(),
             stop: AtomicBool::new(false),
             claimed: AtomicUsize::new(self.next),
+            spare: self.spare.clone(),
         });
         self.threads = spawn(&shared, self.settings.threads.max(1));
         if self.threads.is_empty() {
@@ -948,7 +1033,8 @@ impl ParallelReader {
         if let Outcome::Decoded { start, end, data } = self.outcome(&shared, job)
             && start == self.next
         {
-            return Ok(Now::Buffer { data, at: 0, end });
+            let at = self.settings.front;
+            return Ok(Now::Buffer { data, at, end });
         }
         Ok(Now::Stream(Stream::frames(
             &self.bytes,
@@ -976,7 +1062,8 @@ impl ParallelReader {
                 Outcome::Decoded { start, end, data } if start == at => {
                     shared.claimed.store(end, Relaxed);
                     self.chains.0 += 1;
-                    return Now::Buffer { data, at: 0, end };
+                    let at = self.settings.front;
+                    return Now::Buffer { data, at, end };
                 }
                 Outcome::Decoded { .. } => self.chains.1 += 1,
                 Outcome::Nothing => {}
@@ -1005,6 +1092,95 @@ impl ParallelReader {
         self.start(plan, Vec::new(), self.next / region, len.div_ceil(region));
     }
 
+    /// The next part, for a consumer that takes decoded jobs whole instead of reading
+    /// their bytes: a job's buffer, or word that the reader decodes the next bytes itself.
+    pub(crate) fn next_part(&mut self) -> io::Result<Part> {
+        self.check()?;
+        loop {
+            match &mut self.now {
+                Now::Buffer { .. } => {
+                    let Now::Buffer { mut data, at, end } =
+                        std::mem::replace(&mut self.now, Now::Between)
+                    else {
+                        unreachable!("matched a buffer")
+                    };
+                    self.count(end);
+                    self.next = end;
+                    // (part of it was read already only when `read` was called before)
+                    data.drain(self.settings.front..at);
+                    if data.len() > self.settings.front {
+                        return Ok(Part::Decoded(data));
+                    }
+                    self.spare.give(data);
+                }
+                Now::Stream(_) => return Ok(Part::Stream),
+                Now::Between => self.step()?,
+                Now::End => return Ok(Part::End),
+            }
+        }
+    }
+
+    /// Reads bytes the reader decodes itself (after [`Part::Stream`]); 0 at the end of
+    /// them (or for an empty `buf`), where [`ParallelReader::next_part`] says what follows.
+    pub(crate) fn read_part(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.check()?;
+        let Now::Stream(stream) = &mut self.now else {
+            return Ok(0);
+        };
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let read = stream.read(buf);
+        let pos = stream.pos();
+        self.count(pos);
+        match read {
+            Ok(0) => {
+                self.next = pos;
+                self.now = Now::Between;
+                if self.first {
+                    self.after_first_member();
+                }
+                Ok(0)
+            }
+            Ok(n) => {
+                if self.first {
+                    self.first_decoded += n;
+                }
+                Ok(n)
+            }
+            Err(e) => Err(self.fail(describe(self.codec, e))),
+        }
+    }
+
+    /// Takes back a buffer of a part the consumer is done with, to decode into again.
+    pub(crate) fn give(&self, buf: Vec<u8>) {
+        self.spare.give(buf);
+    }
+
+    /// A buffer given back, as it was given (or a new, empty one).
+    pub(crate) fn spare_buffer(&self) -> Vec<u8> {
+        self.spare.pop()
+    }
+
+    /// The error the reader failed with, again.
+    fn check(&self) -> io::Result<()> {
+        match &self.failed {
+            Some((kind, message)) => Err(io::Error::new(*kind, message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves on from between two parts to the next.
+    fn step(&mut self) -> io::Result<()> {
+        match self.advance() {
+            Ok(now) => {
+                self.now = now;
+                Ok(())
+            }
+            Err(e) => Err(self.fail(describe(self.codec, e))),
+        }
+    }
+
     /// Fails this read and every later one with `e`.
     fn fail(&mut self, e: io::Error) -> io::Error {
         self.failed = Some((e.kind(), e.to_string()));
@@ -1015,9 +1191,7 @@ impl ParallelReader {
 
 impl Read for ParallelReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some((kind, message)) = &self.failed {
-            return Err(io::Error::new(*kind, message.clone()));
-        }
+        self.check()?;
         if buf.is_empty() {
             return Ok(0);
         }
@@ -1033,33 +1207,16 @@ impl Read for ParallelReader {
                     let end = *end;
                     self.count(end);
                     self.next = end;
-                    self.now = Now::Between;
-                }
-                Now::Stream(stream) => {
-                    let read = stream.read(buf);
-                    let pos = stream.pos();
-                    self.count(pos);
-                    match read {
-                        Ok(0) => {
-                            self.next = pos;
-                            self.now = Now::Between;
-                            if self.first {
-                                self.after_first_member();
-                            }
-                        }
-                        Ok(n) => {
-                            if self.first {
-                                self.first_decoded += n;
-                            }
-                            return Ok(n);
-                        }
-                        Err(e) => return Err(self.fail(describe(self.codec, e))),
+                    if let Now::Buffer { data, .. } = std::mem::replace(&mut self.now, Now::Between)
+                    {
+                        self.spare.give(data);
                     }
                 }
-                Now::Between => match self.advance() {
-                    Ok(now) => self.now = now,
-                    Err(e) => return Err(self.fail(describe(self.codec, e))),
+                Now::Stream(_) => match self.read_part(buf)? {
+                    0 => {}
+                    n => return Ok(n),
                 },
+                Now::Between => self.step()?,
                 Now::End => return Ok(0),
             }
         }
@@ -1101,6 +1258,35 @@ mod tests {
         }
     }
 
+    /// What a reader gives when its decoded jobs are taken whole (buffers given back to it
+    /// with junk in them, for the threads to decode into again), and how many were.
+    fn drain_parts(reader: &mut ParallelReader) -> (Got, usize) {
+        let front = reader.settings.front;
+        let mut out = Vec::new();
+        let mut whole = 0;
+        let mut buf = vec![0; 7919];
+        loop {
+            match reader.next_part() {
+                Ok(Part::Decoded(mut data)) => {
+                    assert!(data.len() > front, "an empty part");
+                    out.extend_from_slice(&data[front..]);
+                    whole += 1;
+                    data.fill(b'#');
+                    reader.give(data);
+                }
+                Ok(Part::Stream) => loop {
+                    match reader.read_part(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => out.extend_from_slice(&buf[..n]),
+                        Err(e) => return ((out, Some(e.to_string())), whole),
+                    }
+                },
+                Ok(Part::End) => return ((out, None), whole),
+                Err(e) => return ((out, Some(e.to_string())), whole),
+            }
+        }
+    }
+
     /// The sequential decoder's outcome ([`Codec::decoder`]).
     fn sequential(codec: Codec, input: &[u8]) -> Got {
         drain(&mut codec.decoder(Cursor::new(input.to_vec())).unwrap())
@@ -1123,7 +1309,9 @@ mod tests {
             ahead,
             max_unit: MAX_UNIT,
             job_bytes,
+            run_bytes: job_bytes,
             region: Some(region),
+            front: 5,
         }
     }
 
@@ -1152,6 +1340,26 @@ mod tests {
             );
         }
         assert!(consumed.load(Relaxed) <= input.len() as u64);
+        // the same when the decoded jobs are taken whole
+        let (mut r2, consumed) = reader(codec, input, settings).expect("took it before");
+        let (got, _) = drain_parts(&mut r2);
+        assert_eq!(got.1, want.1, "error (parts), {settings:?}");
+        if want.1.is_none() {
+            assert!(got.0 == want.0, "output differs (parts), {settings:?}");
+            assert_eq!(
+                consumed.load(Relaxed),
+                input.len() as u64,
+                "progress (parts)"
+            );
+            assert!(matches!(r2.next_part(), Ok(Part::End)));
+        } else {
+            let n = got.0.len().min(want.0.len());
+            assert!(
+                got.0[..n] == want.0[..n],
+                "output before the error differs (parts)"
+            );
+            assert!(r2.next_part().is_err() && r2.read(&mut [0; 10]).is_err());
+        }
         (r.chains, true)
     }
 
@@ -1345,24 +1553,29 @@ mod tests {
             start,
             end,
             data: got,
-        } = decode_run(&bytes, run, &s, &mut None)
+        } = decode_run(&bytes, run, &s, &mut None, vec![1; s.front])
         else {
             panic!("not decoded");
         };
         assert_eq!((start, end), (0, z.len()));
-        assert!(got == data);
+        assert!(got[..s.front] == [1; 5] && got[s.front..] == data);
         // above the limit: left to the reader
         let tight = Settings {
             max_unit: data.len() - 1,
             ..s
         };
         assert!(matches!(
-            decode_run(&bytes, run, &tight, &mut None),
+            decode_run(&bytes, run, &tight, &mut None, vec![0; s.front]),
             Outcome::Nothing
         ));
         for threads in [1, 2] {
             assert!(same(Codec::Zstd, &z, settings(threads, 2, 50_000, 0)).1);
         }
+        // taken whole: every run is a part of its own
+        let (mut r, _) = reader(Codec::Zstd, &z, settings(2, 2, 1, 0)).unwrap();
+        let ((got, error), whole) = drain_parts(&mut r);
+        assert!(error.is_none() && got == data);
+        assert_eq!(whole, data.len().div_ceil(100_000));
     }
 
     #[test]
@@ -1470,11 +1683,12 @@ mod tests {
             work: Condvar::new(),
             stop: AtomicBool::new(false),
             claimed: AtomicUsize::new(head.len()),
+            spare: Spare::default(),
         };
         match decode_region(&shared, 1, region, false) {
             Outcome::Decoded { start, data, .. } => {
                 assert_eq!(start, fake);
-                assert!(data.starts_with(b"a member inside a member\n"));
+                assert!(data[shared.settings.front..].starts_with(b"a member inside a member\n"));
             }
             Outcome::Nothing => panic!("the embedded member decodes"),
         }
@@ -1644,14 +1858,20 @@ mod tests {
             1usize..20_000,
             16usize..5000,
             1usize..4,
+            prop::sample::select(vec![0, 1, 64]),
+            0usize..4,
         )
-            .prop_map(|(threads, ahead, job_bytes, region, unit)| Settings {
-                threads,
-                ahead,
-                max_unit: [5000, 40_000, MAX_UNIT][unit - 1],
-                job_bytes,
-                region: Some(region),
-            })
+            .prop_map(
+                |(threads, ahead, job_bytes, region, unit, front, grow)| Settings {
+                    threads,
+                    ahead,
+                    max_unit: [5000, 40_000, MAX_UNIT][unit - 1],
+                    job_bytes,
+                    run_bytes: job_bytes << grow,
+                    region: Some(region),
+                    front,
+                },
+            )
     }
 
     proptest! {
@@ -1730,7 +1950,8 @@ mod tests {
                     let consumed = Arc::new(AtomicU64::new(0));
                     let file = File::open(path).unwrap();
                     let mut reader = if parallel {
-                        open(&file, codec, &consumed).unwrap().expect("parallel")
+                        let reader = open(&file, codec, &consumed, 0).unwrap();
+                        Box::new(reader.expect("parallel")) as crate::compressed::BoxedReader
                     } else {
                         codec
                             .decoder(crate::compressed::Counting::new(file, consumed))
@@ -1746,7 +1967,7 @@ mod tests {
                 "{path}: {} compressed bytes, {} decoded; sequential {s:.3} s, parallel {p:.3} s ({} threads)",
                 std::fs::metadata(path).unwrap().len(),
                 sizes[0],
-                Settings::for_machine().threads,
+                Settings::for_machine(0).threads,
             );
         }
     }

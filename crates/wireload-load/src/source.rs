@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use crate::compressed::{BoxedReader, Codec, Counting, Mapped, Sniffing, read_head};
 use crate::encoding::{Encoding, EncodingError, transcoding};
 use crate::error::LoadError;
-use crate::parallel_decode;
+use crate::parallel_decode::{self, ParallelReader, Part};
 
 /// The input of a load.
 #[derive(Clone)]
@@ -229,9 +229,24 @@ impl Source {
                 let mut file = file;
                 if let Some(codec) = Codec::sniff(&read_head(&mut file).map_err(io)?) {
                     file.rewind().map_err(io)?;
+                    // a small file's blocks need not be large (CSV decodes to some
+                    // times its compressed size)
+                    let block = usize::try_from(meta.len().saturating_mul(8))
+                        .unwrap_or(BLOCK_BYTES)
+                        .clamp(1 << 20, BLOCK_BYTES);
                     // several frames or members: decoded on threads of their own
-                    let decoder = match parallel_decode::open(&file, codec, consumed).map_err(io)? {
-                        Some(parallel) => parallel,
+                    let parallel = parallel_decode::open(&file, codec, consumed, HEADROOM);
+                    let decoder: BoxedReader = match parallel.map_err(io)? {
+                        // zstd runs grow to a block's size: their buffers become blocks as
+                        // they are (gzip regions stay small, and are gathered into blocks)
+                        Some(parallel) if utf8 && codec == Codec::Zstd => {
+                            return Ok(Input::Stream(Blocks {
+                                compressed: Some(meta.len()),
+                                decoded: true,
+                                ..Blocks::handed_over(self.name(), parallel, block)
+                            }));
+                        }
+                        Some(parallel) => Box::new(parallel),
                         // SAFETY: as for a plain file's map below: read-only, private to
                         // this load, never written by wireload.
                         None => match unsafe { memmap2::Mmap::map(&file) } {
@@ -251,11 +266,6 @@ impl Source {
                                 .map_err(io)?,
                         },
                     };
-                    // a small file's blocks need not be large (CSV decodes to some
-                    // times its compressed size)
-                    let block = usize::try_from(meta.len().saturating_mul(8))
-                        .unwrap_or(BLOCK_BYTES)
-                        .clamp(1 << 20, BLOCK_BYTES);
                     let blocks =
                         Blocks::new(self.name(), transcoding(encoding, decoder), None, block);
                     return Ok(Input::Stream(Blocks {
@@ -586,6 +596,31 @@ pub struct Blocks {
     decoded: bool,
 }
 
+/// A block of `buf` (its room kept in front) filled by `read` up to `len` bytes in all, or
+/// until `read` gives 0; empty at once at the end.
+fn fill(
+    mut buf: Vec<u8>,
+    len: usize,
+    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+) -> std::io::Result<Block> {
+    // a recycled buffer is full length already (unless it was a smaller one): little to zero
+    buf.resize(len, 0);
+    let mut filled = HEADROOM;
+    while filled < len {
+        match read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(Block {
+        buf,
+        start: HEADROOM,
+    })
+}
+
 /// The blocks a reader thread sends.
 struct ReadAhead(Receiver<std::io::Result<Block>>);
 
@@ -614,32 +649,71 @@ impl Blocks {
                 loop {
                     // a recycled buffer is full length already (unless it held one of the
                     // first, smaller blocks): nothing to zero
-                    let mut buf = recycled.try_recv().unwrap_or_default();
-                    buf.resize(HEADROOM + size, 0);
+                    let buf = recycled.try_recv().unwrap_or_default();
+                    let item = fill(buf, HEADROOM + size, |b| reader.read(b));
                     size = (size * 2).min(block);
-                    let mut filled = HEADROOM;
-                    let read = loop {
-                        if filled == buf.len() {
-                            break Ok(());
-                        }
-                        match reader.read(&mut buf[filled..]) {
-                            Ok(0) => break Ok(()),
-                            Ok(n) => filled += n,
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                            Err(e) => break Err(e),
-                        }
-                    };
-                    buf.truncate(filled);
-                    let end = filled == HEADROOM || read.is_err();
-                    let item = read.map(|()| Block {
-                        buf,
-                        start: HEADROOM,
-                    });
+                    let end = item.as_ref().is_ok_and(|b| b.bytes().is_empty()) || item.is_err();
                     if tx.send(item).is_err() || end {
                         return;
                     }
                 }
             });
+        Blocks::reading(name, size, block, spawned, blocks, recycle)
+    }
+
+    /// The blocks of `reader`'s decoded jobs as the threads decoded them (a job's buffer is
+    /// a block, with room in front), and blocks read from what it decodes itself.
+    fn handed_over(name: String, mut reader: ParallelReader, block: usize) -> Self {
+        let (tx, blocks) = sync_channel(1);
+        let (recycle, recycled) = sync_channel::<Vec<u8>>(RECYCLED);
+        let spawned = std::thread::Builder::new()
+            .name("wireload-read".into())
+            .spawn(move || {
+                let mut size = block.min(FIRST_BLOCK);
+                loop {
+                    while let Ok(buf) = recycled.try_recv() {
+                        reader.give(buf);
+                    }
+                    let item = match reader.next_part() {
+                        Ok(Part::Decoded(buf)) => Ok(Block {
+                            buf,
+                            start: HEADROOM,
+                        }),
+                        Ok(Part::Stream) => {
+                            let buf = reader.spare_buffer();
+                            let item = fill(buf, HEADROOM + size, |b| reader.read_part(b));
+                            size = (size * 2).min(block);
+                            match item {
+                                // the end of what the reader decoded itself: what next?
+                                Ok(b) if b.bytes().is_empty() => {
+                                    reader.give(b.buf);
+                                    continue;
+                                }
+                                item => item,
+                            }
+                        }
+                        Ok(Part::End) => Ok(Block::default()),
+                        Err(e) => Err(e),
+                    };
+                    let end = item.as_ref().is_ok_and(|b| b.bytes().is_empty()) || item.is_err();
+                    if tx.send(item).is_err() || end {
+                        return;
+                    }
+                }
+            });
+        Blocks::reading(name, None, block, spawned, blocks, recycle)
+    }
+
+    /// The blocks a reading thread (`spawned`) sends through `blocks`, given back through
+    /// `recycle`.
+    fn reading(
+        name: String,
+        size: Option<u64>,
+        block: usize,
+        spawned: std::io::Result<std::thread::JoinHandle<()>>,
+        blocks: Receiver<std::io::Result<Block>>,
+        recycle: SyncSender<Vec<u8>>,
+    ) -> Self {
         let blocks = match spawned {
             Ok(_) => blocks,
             Err(e) => {

@@ -336,6 +336,37 @@ fn multi_member_and_multi_frame_files_of_some_megabytes_load_in_parallel() {
         &LoadControl::default(),
     );
     assert!(list.is_err());
+    // pzstd's layout with checksums, the checksum of a frame in the middle wrong: the
+    // frames before it are decoded (and handed over whole), then the load fails as the
+    // sequential decoder does and publishes nothing
+    let mut frames = Vec::new();
+    let mut ends = Vec::new();
+    for p in data.chunks(1 << 20) {
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_checksum(true).unwrap();
+        e.write_all(p).unwrap();
+        let frame = e.finish().unwrap();
+        frames.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0]);
+        frames.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        frames.extend(frame);
+        ends.push(frames.len());
+    }
+    frames[ends[ends.len() / 2] - 1] ^= 0x40;
+    let path = write(dir.path(), "corrupt.csv.pzst", &frames);
+    for threads in [1, 4] {
+        let t = table();
+        let err = load_into(
+            &t,
+            &Source::File(path.clone()),
+            &opts(threads, 1 << 16),
+            &LoadControl::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        let want = format!("cannot read {}: zstd stream is corrupt", path.display());
+        assert!(err.starts_with(&want), "{err}");
+        assert!(common::rows(&t).is_empty());
+    }
 }
 
 /// A BGZF member (bgzip's format: a `BC` extra subfield holding the member's size less one).
