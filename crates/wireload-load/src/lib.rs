@@ -51,6 +51,12 @@ pub use dictionaries::{
     AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, DICTIONARY_RUN_ROWS, MERGE_COLUMNS,
 };
 pub use encoding::Encoding;
+
+/// Test support for the fuzz targets (the `testing` feature).
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::parallel_decode::oracle::check as parallel_decode_matches;
+}
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
 pub use limits::default_memory_budget;

@@ -1236,72 +1236,15 @@ impl Drop for ParallelReader {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod oracle;
+
 #[cfg(test)]
 mod tests {
+    use super::oracle::{drain, drain_parts, reader, same, sequential};
     use super::*;
     use proptest::prelude::*;
-    use std::io::{Cursor, Write};
-
-    /// What a reader gives: its bytes up to the first error, and that error's text.
-    type Got = (Vec<u8>, Option<String>);
-
-    fn drain(reader: &mut impl Read) -> Got {
-        let mut out = Vec::new();
-        // an odd size, so reads end inside jobs
-        let mut buf = vec![0; 7919];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => return (out, None),
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-                Err(e) => return (out, Some(e.to_string())),
-            }
-        }
-    }
-
-    /// What a reader gives when its decoded jobs are taken whole (buffers given back to it
-    /// with junk in them, for the threads to decode into again), and how many were.
-    fn drain_parts(reader: &mut ParallelReader) -> (Got, usize) {
-        let front = reader.settings.front;
-        let mut out = Vec::new();
-        let mut whole = 0;
-        let mut buf = vec![0; 7919];
-        loop {
-            match reader.next_part() {
-                Ok(Part::Decoded(mut data)) => {
-                    assert!(data.len() > front, "an empty part");
-                    out.extend_from_slice(&data[front..]);
-                    whole += 1;
-                    data.fill(b'#');
-                    reader.give(data);
-                }
-                Ok(Part::Stream) => loop {
-                    match reader.read_part(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => out.extend_from_slice(&buf[..n]),
-                        Err(e) => return ((out, Some(e.to_string())), whole),
-                    }
-                },
-                Ok(Part::End) => return ((out, None), whole),
-                Err(e) => return ((out, Some(e.to_string())), whole),
-            }
-        }
-    }
-
-    /// The sequential decoder's outcome ([`Codec::decoder`]).
-    fn sequential(codec: Codec, input: &[u8]) -> Got {
-        drain(&mut codec.decoder(Cursor::new(input.to_vec())).unwrap())
-    }
-
-    /// A parallel reader of `input`, or None when it declines; the progress it counts.
-    fn reader(
-        codec: Codec,
-        input: &[u8],
-        settings: Settings,
-    ) -> Option<(ParallelReader, Arc<AtomicU64>)> {
-        let consumed = Arc::new(AtomicU64::new(0));
-        let bytes: Bytes = Arc::new(input.to_vec());
-        ParallelReader::new(bytes, codec, Arc::clone(&consumed), settings).map(|r| (r, consumed))
-    }
+    use std::io::Write;
 
     fn settings(threads: usize, ahead: usize, job_bytes: usize, region: usize) -> Settings {
         Settings {
@@ -1313,54 +1256,6 @@ mod tests {
             region: Some(region),
             front: 5,
         }
-    }
-
-    /// Asserts that the parallel reader (when it takes `input`) gives what the sequential
-    /// decoder gives: the same bytes, or the same error after bytes that agree; returns
-    /// the reader's speculative chains (taken, refused) and whether it took the input.
-    fn same(codec: Codec, input: &[u8], settings: Settings) -> ((usize, usize), bool) {
-        let want = sequential(codec, input);
-        let Some((mut r, consumed)) = reader(codec, input, settings) else {
-            return ((0, 0), false);
-        };
-        let got = drain(&mut r);
-        assert_eq!(got.1, want.1, "error, {settings:?}");
-        if want.1.is_none() {
-            assert!(got.0 == want.0, "output differs, {settings:?}");
-            assert_eq!(consumed.load(Relaxed), input.len() as u64, "progress");
-            // and the end stays the end
-            assert_eq!(r.read(&mut [0; 10]).unwrap(), 0);
-        } else {
-            let n = got.0.len().min(want.0.len());
-            assert!(got.0[..n] == want.0[..n], "output before the error differs");
-            // a failed reader keeps failing
-            assert_eq!(
-                r.read(&mut [0; 10]).unwrap_err().to_string(),
-                got.1.unwrap()
-            );
-        }
-        assert!(consumed.load(Relaxed) <= input.len() as u64);
-        // the same when the decoded jobs are taken whole
-        let (mut r2, consumed) = reader(codec, input, settings).expect("took it before");
-        let (got, _) = drain_parts(&mut r2);
-        assert_eq!(got.1, want.1, "error (parts), {settings:?}");
-        if want.1.is_none() {
-            assert!(got.0 == want.0, "output differs (parts), {settings:?}");
-            assert_eq!(
-                consumed.load(Relaxed),
-                input.len() as u64,
-                "progress (parts)"
-            );
-            assert!(matches!(r2.next_part(), Ok(Part::End)));
-        } else {
-            let n = got.0.len().min(want.0.len());
-            assert!(
-                got.0[..n] == want.0[..n],
-                "output before the error differs (parts)"
-            );
-            assert!(r2.next_part().is_err() && r2.read(&mut [0; 10]).is_err());
-        }
-        (r.chains, true)
     }
 
     /// `rows` lines of CSV-like text from `seed`.
@@ -1576,6 +1471,21 @@ mod tests {
         let ((got, error), whole) = drain_parts(&mut r);
         assert!(error.is_none() && got == data);
         assert_eq!(whole, data.len().div_ceil(100_000));
+    }
+
+    #[test]
+    fn the_fuzz_oracle_takes_every_knob() {
+        let data = text(14, 3000);
+        let inputs = [
+            pieces(&data, 4000, gzip),
+            pieces(&data, 4000, |p| zstd_frame(p, 1, false, true)),
+            b"not compressed".to_vec(),
+        ];
+        for input in &inputs {
+            for knob in [0u8, 1, 7, 8, 13, 31, 37, 64, 200, 255] {
+                oracle::check(input, [knob, knob.rotate_left(3), knob ^ 0x5a, knob / 3]);
+            }
+        }
     }
 
     #[test]
