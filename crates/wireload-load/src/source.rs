@@ -621,6 +621,13 @@ fn fill(
     })
 }
 
+/// Sends `item` to the load; false when the thread is done: the stream ended (an empty
+/// block), failed, or the load stopped listening.
+fn send(tx: &SyncSender<std::io::Result<Block>>, item: std::io::Result<Block>) -> bool {
+    let end = item.as_ref().map_or(true, |b| b.bytes().is_empty());
+    tx.send(item).is_ok() && !end
+}
+
 /// The blocks a reader thread sends.
 struct ReadAhead(Receiver<std::io::Result<Block>>);
 
@@ -637,83 +644,74 @@ impl Feed for ReadAhead {
 
 impl Blocks {
     fn new(name: String, mut reader: BoxedReader, size: Option<u64>, block: usize) -> Self {
-        // one block in the channel, one being read: the reader stays a block ahead
-        let (tx, blocks) = sync_channel(1);
-        let (recycle, recycled) = sync_channel::<Vec<u8>>(RECYCLED);
-        let spawned = std::thread::Builder::new()
-            .name("wireload-read".into())
-            .spawn(move || {
-                // the first blocks are small, so the parse starts before a whole block is
-                // read (or decompressed)
-                let mut size = block.min(FIRST_BLOCK);
-                loop {
-                    // a recycled buffer is full length already (unless it held one of the
-                    // first, smaller blocks): nothing to zero
-                    let buf = recycled.try_recv().unwrap_or_default();
-                    let item = fill(buf, HEADROOM + size, |b| reader.read(b));
-                    size = (size * 2).min(block);
-                    let end = item.as_ref().is_ok_and(|b| b.bytes().is_empty()) || item.is_err();
-                    if tx.send(item).is_err() || end {
-                        return;
-                    }
+        Blocks::reading(name, size, block, move |tx, recycled| {
+            // the first blocks are small, so the parse starts before a whole block is read
+            // (or decompressed)
+            let mut size = block.min(FIRST_BLOCK);
+            loop {
+                // a recycled buffer is full length already (unless it held one of the
+                // first, smaller blocks): nothing to zero
+                let buf = recycled.try_recv().unwrap_or_default();
+                let item = fill(buf, HEADROOM + size, |b| reader.read(b));
+                size = (size * 2).min(block);
+                if !send(&tx, item) {
+                    return;
                 }
-            });
-        Blocks::reading(name, size, block, spawned, blocks, recycle)
+            }
+        })
     }
 
     /// The blocks of `reader`'s decoded jobs as the threads decoded them (a job's buffer is
     /// a block, with room in front), and blocks read from what it decodes itself.
     fn handed_over(name: String, mut reader: ParallelReader, block: usize) -> Self {
-        let (tx, blocks) = sync_channel(1);
-        let (recycle, recycled) = sync_channel::<Vec<u8>>(RECYCLED);
-        let spawned = std::thread::Builder::new()
-            .name("wireload-read".into())
-            .spawn(move || {
-                let mut size = block.min(FIRST_BLOCK);
-                loop {
-                    while let Ok(buf) = recycled.try_recv() {
-                        reader.give(buf);
-                    }
-                    let item = match reader.next_part() {
-                        Ok(Part::Decoded(buf)) => Ok(Block {
-                            buf,
-                            start: HEADROOM,
-                        }),
-                        Ok(Part::Stream) => {
-                            let buf = reader.spare_buffer();
-                            let item = fill(buf, HEADROOM + size, |b| reader.read_part(b));
-                            size = (size * 2).min(block);
-                            match item {
-                                // the end of what the reader decoded itself: what next?
-                                Ok(b) if b.bytes().is_empty() => {
-                                    reader.give(b.buf);
-                                    continue;
-                                }
-                                item => item,
-                            }
-                        }
-                        Ok(Part::End) => Ok(Block::default()),
-                        Err(e) => Err(e),
-                    };
-                    let end = item.as_ref().is_ok_and(|b| b.bytes().is_empty()) || item.is_err();
-                    if tx.send(item).is_err() || end {
-                        return;
-                    }
+        Blocks::reading(name, None, block, move |tx, recycled| {
+            let mut size = block.min(FIRST_BLOCK);
+            loop {
+                while let Ok(buf) = recycled.try_recv() {
+                    reader.give(buf);
                 }
-            });
-        Blocks::reading(name, None, block, spawned, blocks, recycle)
+                let item = match reader.next_part() {
+                    Ok(Part::Decoded(buf)) => Ok(Block {
+                        buf,
+                        start: HEADROOM,
+                    }),
+                    Ok(Part::Stream) => {
+                        let buf = reader.spare_buffer();
+                        let item = fill(buf, HEADROOM + size, |b| reader.read_part(b));
+                        size = (size * 2).min(block);
+                        match item {
+                            // the end of what the reader decoded itself: what next?
+                            Ok(b) if b.bytes().is_empty() => {
+                                reader.give(b.buf);
+                                continue;
+                            }
+                            item => item,
+                        }
+                    }
+                    Ok(Part::End) => Ok(Block::default()),
+                    Err(e) => Err(e),
+                };
+                if !send(&tx, item) {
+                    return;
+                }
+            }
+        })
     }
 
-    /// The blocks a reading thread (`spawned`) sends through `blocks`, given back through
-    /// `recycle`.
+    /// The blocks a reading thread of its own sends: `read` runs there with the channel
+    /// to send them through (one block in it, one being read: the thread stays a block
+    /// ahead) and the one the load gives its used buffers back through.
     fn reading(
         name: String,
         size: Option<u64>,
         block: usize,
-        spawned: std::io::Result<std::thread::JoinHandle<()>>,
-        blocks: Receiver<std::io::Result<Block>>,
-        recycle: SyncSender<Vec<u8>>,
+        read: impl FnOnce(SyncSender<std::io::Result<Block>>, Receiver<Vec<u8>>) + Send + 'static,
     ) -> Self {
+        let (tx, blocks) = sync_channel(1);
+        let (recycle, recycled) = sync_channel::<Vec<u8>>(RECYCLED);
+        let spawned = std::thread::Builder::new()
+            .name("wireload-read".into())
+            .spawn(move || read(tx, recycled));
         let blocks = match spawned {
             Ok(_) => blocks,
             Err(e) => {

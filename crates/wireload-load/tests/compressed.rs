@@ -310,25 +310,7 @@ fn multi_member_and_multi_frame_files_of_some_megabytes_load_in_parallel() {
     let middle = members.len() / 2;
     corrupt[members[middle + 1] - 8] ^= 0x40;
     let path = write(dir.path(), "corrupt.csv.gz", &corrupt);
-    for threads in [1, 4] {
-        let t = table();
-        let err = load_into(
-            &t,
-            &Source::File(path.clone()),
-            &opts(threads, 1 << 16),
-            &LoadControl::default(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.starts_with(&format!(
-                "cannot read {}: gzip stream is corrupt",
-                path.display()
-            )),
-            "{err}"
-        );
-        assert!(common::rows(&t).is_empty());
-    }
+    fails_atomically(&path, "gzip stream is corrupt");
     let list = load_files(
         &table(),
         &[Source::File(path)],
@@ -353,17 +335,23 @@ fn multi_member_and_multi_frame_files_of_some_megabytes_load_in_parallel() {
     }
     frames[ends[ends.len() / 2] - 1] ^= 0x40;
     let path = write(dir.path(), "corrupt.csv.pzst", &frames);
+    fails_atomically(&path, "zstd stream is corrupt");
+}
+
+/// Asserts that loading `path` fails with `problem` (after the file's name), at 1 and 4
+/// threads, and publishes no row.
+fn fails_atomically(path: &Path, problem: &str) {
     for threads in [1, 4] {
         let t = table();
         let err = load_into(
             &t,
-            &Source::File(path.clone()),
+            &Source::File(path.to_path_buf()),
             &opts(threads, 1 << 16),
             &LoadControl::default(),
         )
         .unwrap_err()
         .to_string();
-        let want = format!("cannot read {}: zstd stream is corrupt", path.display());
+        let want = format!("cannot read {}: {problem}", path.display());
         assert!(err.starts_with(&want), "{err}");
         assert!(common::rows(&t).is_empty());
     }
