@@ -28,10 +28,12 @@
 //!   never counts. Where no chain fits, the reader decodes member by member. BGZF files
 //!   (`BC` extra field) are known to have many members from their first header.
 //! - Memory: at most `ahead` jobs wait decoded, each holding at most `max_unit` bytes
-//!   (aiming at `job_bytes`); a frame or member above that is streamed by the reader.
-//! - Progress: a job's compressed bytes count when its decoded bytes are all handed out,
-//!   a part the reader decodes itself as its decoder consumes it: monotonic, ending at the
-//!   file's size.
+//!   (aiming at `job_bytes`; zstd runs double up to `run_bytes`); a frame or member above
+//!   that is streamed by the reader. A consumer that takes jobs whole
+//!   ([`ParallelReader::next_part`]) gives their buffers back to be decoded into again.
+//! - Progress: a job's compressed bytes count when its decoded bytes are all handed out
+//!   (or its buffer is), a part the reader decodes itself as its decoder consumes it:
+//!   monotonic, ending at the file's size.
 
 use std::collections::BTreeMap;
 use std::fs::File;
