@@ -79,48 +79,21 @@ fn differences(input: &[u8]) -> Vec<String> {
             }
         }};
     }
-    quick!(
-        "quick i16",
-        deser::quick_i16(input),
-        scalar::parse_i16(input),
-        |v| v
-    );
-    quick!(
-        "quick i32",
-        deser::quick_i32(input),
-        scalar::parse_i32(input),
-        |v| v
-    );
-    quick!(
-        "quick i64",
-        deser::quick_i64(input),
-        scalar::parse_i64(input),
-        |v| v
-    );
-    quick!(
-        "quick date",
-        deser::quick_date(input),
-        scalar::parse_date(input),
-        |v| v
-    );
-    quick!(
-        "quick timestamp",
-        deser::quick_timestamp(input),
-        scalar::parse_timestamp(input),
-        |v| v
-    );
-    quick!(
-        "quick f64",
-        deser::quick_f64(input),
-        scalar::parse_f64(input),
-        f64::to_bits
-    );
-    quick!(
-        "quick f32",
-        deser::quick_f32(input),
-        scalar::parse_f32(input),
-        f32::to_bits
-    );
+    // (fast path, scalar twin, the bits compared) per type
+    macro_rules! quick_all {
+        ($($quick:ident, $slow:ident, $bits:expr;)*) => {$(
+            quick!(stringify!($quick), deser::$quick(input), scalar::$slow(input), $bits);
+        )*};
+    }
+    quick_all! {
+        quick_i16, parse_i16, |v| v;
+        quick_i32, parse_i32, |v| v;
+        quick_i64, parse_i64, |v| v;
+        quick_date, parse_date, |v| v;
+        quick_timestamp, parse_timestamp, |v| v;
+        quick_f64, parse_f64, f64::to_bits;
+        quick_f32, parse_f32, f32::to_bits;
+    }
     for (p, s) in DECIMAL_TYPES {
         quick!(
             &format!("quick decimal({p},{s})"),
