@@ -1,4 +1,4 @@
-//! Who is calling: HTTP Basic credentials checked against the users, bearer tokens handed
+//! Who is calling: HTTP Basic credentials checked against the roles' verifiers, bearer tokens handed
 //! out by the handshake, and (with `--trust-local`) loopback clients without credentials.
 
 use std::collections::HashMap;
@@ -11,7 +11,7 @@ use base64::alphabet::STANDARD as ALPHABET;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
-use wireload_server::Users;
+use wireload_sql::Roles;
 
 /// The name a trusted loopback client without credentials acts as.
 pub const LOCAL_USER: &str = "local";
@@ -94,18 +94,19 @@ pub fn is_loopback(addr: Option<SocketAddr>) -> bool {
     }
 }
 
-/// Users, tokens and the trust of loopback clients.
+/// Roles, tokens and the trust of loopback clients.
 pub struct Auth {
-    users: Arc<Users>,
+    roles: Arc<Roles>,
     trust_local: bool,
     tokens: Mutex<HashMap<String, TokenEntry>>,
 }
 
 impl Auth {
-    /// Checks against `users`; with `trust_local`, loopback clients need no credentials.
-    pub fn new(users: Arc<Users>, trust_local: bool) -> Self {
+    /// Checks against the verifiers of `roles`; with `trust_local`, loopback clients need
+    /// no credentials.
+    pub fn new(roles: Arc<Roles>, trust_local: bool) -> Self {
         Auth {
-            users,
+            roles,
             trust_local,
             tokens: Mutex::new(HashMap::new()),
         }
@@ -132,7 +133,13 @@ impl Auth {
     /// The user `user` when `password` is theirs.
     #[allow(clippy::result_large_err)]
     pub fn check_password(&self, user: &str, password: &str) -> Result<String, Status> {
-        if self.users.verify(user, password) {
+        let known = self
+            .roles
+            .login(user)
+            .ok()
+            .and_then(|role| role.verifier)
+            .is_some_and(|v| v.verify(password));
+        if known {
             Ok(user.to_string())
         } else {
             Err(Status::unauthenticated("wrong user name or password"))
@@ -224,9 +231,9 @@ mod tests {
 
     #[test]
     fn tokens_belong_to_their_user() {
-        let mut users = Users::new();
-        users.add("ann", "pw");
-        let auth = Auth::new(Arc::new(users), false);
+        let roles = Roles::default();
+        roles.add_superuser("ann", Some("pw"));
+        let auth = Auth::new(Arc::new(roles), false);
         assert!(auth.check_password("ann", "pw").is_ok());
         assert!(auth.check_password("ann", "nope").is_err());
         let t = auth.issue_token("ann").unwrap();

@@ -28,6 +28,7 @@
 //!     trust_local: false,
 //!     tls: None,
 //!     limits: Limits::default(),
+//!     files: Default::default(), // no server file for any client
 //! };
 //! // runs until the future given as `shutdown` resolves (here: never)
 //! serve(db, listener, settings, std::future::pending::<()>()).await?;
@@ -55,7 +56,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::transport::{Server, ServerTlsConfig};
 use wireload_server::{Limits, TlsFiles, Users};
-use wireload_sql::Database;
+use wireload_sql::{Database, FileGate};
 
 pub use auth::LOCAL_USER;
 pub use service::RESULT_TTL;
@@ -71,6 +72,8 @@ pub struct FlightSettings {
     pub tls: Option<TlsFiles>,
     /// Message size and connection limits.
     pub limits: Limits,
+    /// The directories clients may read and write server files in (none by default).
+    pub files: Arc<FileGate>,
 }
 
 /// Why the Flight SQL server could not start or stopped.
@@ -107,7 +110,7 @@ pub async fn serve(
     settings: FlightSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), FlightError> {
-    if settings.users.is_empty() && !settings.trust_local {
+    if settings.users.is_empty() && db.roles().is_empty() && !settings.trust_local {
         return Err(FlightError::NoUsers);
     }
     let FlightSettings {
@@ -115,8 +118,15 @@ pub async fn serve(
         trust_local,
         tls,
         limits,
+        files,
     } = settings;
-    let service = service::FlightSqlServer::new(db, auth::Auth::new(users, trust_local))
+    // the users named at start are superusers; their passwords are kept as verifiers
+    for name in users.names() {
+        db.roles().add_superuser(name, users.password(name));
+    }
+    let roles = Arc::clone(db.roles());
+    let service = service::FlightSqlServer::new(db, auth::Auth::new(roles, trust_local))
+        .with_file_gate(files)
         .with_max_message_bytes(limits.max_message_bytes.max(1024));
     let service = FlightServiceServer::new(service)
         .max_decoding_message_size(limits.max_message_bytes.max(1024));

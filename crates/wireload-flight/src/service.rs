@@ -38,8 +38,8 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 use wireload_load::LoadControl;
 use wireload_sql::{
-    DEFAULT_CATALOG, DEFAULT_SCHEMA, Database, PreparedStatement, ScalarValue, StatementOutput,
-    parse_script,
+    Actor, DEFAULT_CATALOG, DEFAULT_SCHEMA, Database, FileGate, PreparedStatement, Privilege,
+    ScalarValue, StatementOutput, parse_script,
 };
 
 use crate::auth::{self, Auth, Credentials};
@@ -150,6 +150,8 @@ fn built<E: std::fmt::Display>(
 /// The Flight SQL service over one database.
 pub struct FlightSqlServer {
     db: Arc<Database>,
+    /// The directories requests may reach server files in.
+    gate: Arc<FileGate>,
     auth: Auth,
     results: Mutex<HashMap<String, StoredResult>>,
     prepared: Mutex<HashMap<String, Arc<Prepared>>>,
@@ -185,12 +187,32 @@ impl FlightSqlServer {
         let sql_info = info.build().expect("the SqlInfo values have their types");
         FlightSqlServer {
             db,
+            // no directory allowed
+            gate: Arc::default(),
             auth,
             results: Mutex::new(HashMap::new()),
             prepared: Mutex::new(HashMap::new()),
             sql_info,
             max_message_bytes: wireload_server::Limits::default().max_message_bytes,
         }
+    }
+
+    /// This service, its requests reaching server files beneath `gate`'s directories.
+    pub fn with_file_gate(mut self, gate: Arc<FileGate>) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// A new session for one request of `user`, with that role's rights.
+    fn session(&self, user: &str) -> Database {
+        let session = self.db.client_session(Arc::clone(&self.gate));
+        let trusted = user == auth::LOCAL_USER && self.db.roles().role(user).is_none();
+        session.set_actor(if trusted {
+            Actor::Trusted(user.to_string())
+        } else {
+            Actor::Role(user.to_string())
+        });
+        session
     }
 
     /// This service, told the largest message its transport accepts.
@@ -200,12 +222,17 @@ impl FlightSqlServer {
     }
 
     /// Runs the statements of `sql` in a new session, in order; the last one's output.
-    async fn run_sql(&self, sql: &str, ctl: &LoadControl) -> Result<StatementOutput, Status> {
+    async fn run_sql(
+        &self,
+        user: &str,
+        sql: &str,
+        ctl: &LoadControl,
+    ) -> Result<StatementOutput, Status> {
         let statements = parse_script(sql).map_err(|e| sql_status(&e))?;
         if statements.is_empty() {
             return Err(Status::invalid_argument("no statement"));
         }
-        let session = self.db.new_session();
+        let session = self.session(user);
         let mut last = None;
         for parsed in statements {
             last = Some(
@@ -332,7 +359,7 @@ impl FlightSqlServer {
                         "parameters can only be bound to a query, INSERT, UPDATE or DELETE",
                     ));
                 }
-                return Ok(vec![self.run_sql(sql, ctl).await?]);
+                return Ok(vec![self.run_sql(&p.owner, sql, ctl).await?]);
             }
         };
         let rows = match rows {
@@ -442,6 +469,7 @@ impl FlightSqlServer {
     /// Appends `batches` to table `table` in one step (all rows or none).
     async fn append(
         &self,
+        user: &str,
         table: &str,
         batches: Vec<RecordBatch>,
         ctl: &LoadControl,
@@ -464,8 +492,7 @@ impl FlightSqlServer {
             .into_iter()
             .map(|b| match_columns(b, &columns))
             .collect::<Result<Vec<_>, _>>()?;
-        self.db
-            .new_session()
+        self.session(user)
             .ingest(table, "Flight ingest", batches, ctl)
             .await
             .map_err(|e| sql_status(&e))
@@ -595,7 +622,7 @@ impl FlightSqlService for FlightSqlServer {
             return Err(Status::unimplemented("transactions are not supported"));
         }
         let ctl = control();
-        let output = self.run_sql(&query.query, &ctl.0).await?;
+        let output = self.run_sql(&user, &query.query, &ctl.0).await?;
         let result = output_result(output)?;
         self.result_info(&user, result, request.into_inner())
     }
@@ -624,12 +651,12 @@ impl FlightSqlService for FlightSqlServer {
         command: CommandStatementUpdate,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        self.auth.authorize(&request)?;
+        let user = self.auth.authorize(&request)?;
         if command.transaction_id.is_some() {
             return Err(Status::unimplemented("transactions are not supported"));
         }
         let ctl = control();
-        let output = self.run_sql(&command.query, &ctl.0).await?;
+        let output = self.run_sql(&user, &command.query, &ctl.0).await?;
         Ok(affected_rows(&output))
     }
 
@@ -643,7 +670,7 @@ impl FlightSqlService for FlightSqlServer {
             return Err(Status::unimplemented("transactions are not supported"));
         }
         let (sql, has_parameters) = number_placeholders(&query.query);
-        let session = self.db.new_session();
+        let session = self.session(&user);
         let plan = match session.prepare(&sql).await {
             Ok(statement) => Plan::Planned(statement),
             Err(e) if has_parameters => return Err(sql_status(&e)),
@@ -798,7 +825,7 @@ impl FlightSqlService for FlightSqlServer {
                 message.type_url
             )));
         }
-        self.auth.authorize(&request)?;
+        let user = self.auth.authorize(&request)?;
         let hello: Hello = from_json(&message.value)
             .map_err(|e| Status::invalid_argument(format!("a push's request: {e}")))?;
         let name = self.ingest_target(&hello.table).ok_or_else(|| {
@@ -809,6 +836,9 @@ impl FlightSqlService for FlightSqlServer {
             .catalog()
             .table(&name)
             .ok_or_else(|| Status::not_found(format!("table \"{name}\" does not exist")))?;
+        self.session(&user)
+            .check_privilege(&name, Privilege::Insert)
+            .map_err(|e| sql_status(&e))?;
         let put = |reply: &Reply| PutResult {
             app_metadata: to_json(reply).into(),
         };
@@ -898,7 +928,7 @@ impl FlightSqlService for FlightSqlServer {
         command: CommandStatementIngest,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        self.auth.authorize(&request)?;
+        let user = self.auth.authorize(&request)?;
         if command.temporary {
             return Err(Status::unimplemented(
                 "ingest into a temporary table is not supported",
@@ -946,7 +976,7 @@ impl FlightSqlService for FlightSqlServer {
                     "ingest with replace is not supported: drop the table first, or append",
                 )),
                 TableExistsOption::Append | TableExistsOption::Unspecified => {
-                    let rows = self.append(&table, batches, &ctl.0).await?;
+                    let rows = self.append(&user, &table, batches, &ctl.0).await?;
                     Ok(i64::try_from(rows).unwrap_or(i64::MAX))
                 }
             },
@@ -961,10 +991,10 @@ impl FlightSqlService for FlightSqlServer {
                         })?;
                     let table = command.table.clone();
                     let def = ingest_table_def(&table, &schema)?;
-                    self.db
+                    self.session(&user)
                         .create_table(def, false)
                         .map_err(|e| sql_status(&e))?;
-                    match self.append(&table, batches, &ctl.0).await {
+                    match self.append(&user, &table, batches, &ctl.0).await {
                         Ok(rows) => Ok(i64::try_from(rows).unwrap_or(i64::MAX)),
                         Err(e) => {
                             // the table this ingest made goes with its rows

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use wireload_flight::{FlightError, FlightSettings, serve};
 use wireload_load::LoadControl;
 use wireload_server::{Limits, TlsFiles, Users};
-use wireload_sql::{Database, DbConfig, StatementOutput};
+use wireload_sql::{Database, DbConfig, FileGate, StatementOutput};
 
 const USER: &str = "flyer";
 const PASSWORD: &str = "s3cret:pass";
@@ -27,6 +27,8 @@ struct Server {
 
 struct Options {
     users: bool,
+    /// The directory clients may read and write files in.
+    files: Option<std::path::PathBuf>,
     trust_local: bool,
     tls: Option<TlsFiles>,
     limits: Limits,
@@ -37,6 +39,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             users: true,
+            files: None,
             trust_local: false,
             tls: None,
             limits: Limits::default(),
@@ -55,6 +58,12 @@ fn settings(options: &Options) -> FlightSettings {
         trust_local: options.trust_local,
         tls: options.tls.clone(),
         limits: options.limits.clone(),
+        files: Arc::new(match &options.files {
+            Some(dir) => {
+                FileGate::new(std::slice::from_ref(dir), std::slice::from_ref(dir)).unwrap()
+            }
+            None => FileGate::default(),
+        }),
     }
 }
 
@@ -779,5 +788,54 @@ print("OK")
         }
     }
     assert!(stdout.contains("connected [3]"), "{stdout}");
+    server.stop();
+}
+
+/// A role reaches over Flight SQL only what it was granted: tables by privilege, server
+/// files by the built-in roles and beneath the allowed directory; the flyer superuser
+/// reaches files beneath it only.
+#[test]
+fn roles_and_the_file_gate_hold_over_flight_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.csv"), "1\n2\n").unwrap();
+    let server = Server::start(
+        "CREATE TABLE secret (id INT); INSERT INTO secret VALUES (1); \
+         CREATE TABLE open (id INT); INSERT INTO open VALUES (7); \
+         CREATE USER reader PASSWORD 'rpw'; GRANT SELECT ON open TO reader;",
+        Options {
+            files: Some(dir.path().to_path_buf()),
+            ..Options::default()
+        },
+    );
+    let inside = dir.path().join("in.csv").display().to_string();
+    let out = dir.path().join("out.csv").display().to_string();
+    let script = r#"
+INSIDE, OUT = os.environ["INSIDE"], os.environ["OUT"]
+reader = connect(user="reader", password="rpw")
+cur = reader.cursor()
+cur.execute("SELECT id FROM open")
+assert cur.fetchall() == [(7,)]
+for sql in ["SELECT * FROM secret", "SELECT * FROM open JOIN secret ON true",
+            "EXPLAIN ANALYZE SELECT * FROM secret", "INSERT INTO secret VALUES (9)",
+            "DELETE FROM secret", "CREATE TABLE mine (a INT)", "CREATE ROLE eve",
+            "GRANT pg_read_server_files TO reader", f"SELECT * FROM '{INSIDE}'",
+            f"COPY open TO '{OUT}'", "SELECT * FROM '/etc/passwd'"]:
+    expect_error(Exception, "permission denied", lambda: cur.execute(sql))
+expect_error(Exception, "permission denied", lambda: cur.adbc_ingest("secret", pa.table({"id": pa.array([5], pa.int32())}), mode="append"))
+admin = connect()
+a = admin.cursor()
+a.execute(f"SELECT count(*) FROM '{INSIDE}'")
+assert a.fetchall() == [(2,)]
+expect_error(Exception, "permission denied", lambda: a.execute("SELECT * FROM '/etc/passwd'"))
+a.execute("GRANT pg_read_server_files TO reader")
+cur.execute(f"SELECT count(*) FROM '{INSIDE}'")
+assert cur.fetchall() == [(2,)]
+expect_error(Exception, "permission denied", lambda: cur.execute(f"COPY open TO '{OUT}'"))
+expect_error(Exception, "unauthenticated", lambda: connect(user="reader", password="nope").cursor().execute("SELECT 1"))
+print("OK")
+"#;
+    server.python(script, &[("INSIDE", &inside), ("OUT", &out)]);
+    assert_eq!(server.count("secret"), 1);
+    assert!(!dir.path().join("out.csv").exists());
     server.stop();
 }

@@ -65,6 +65,7 @@ impl Server {
             trust_local: false,
             tls: None,
             limits,
+            files: Default::default(),
         };
         rt.spawn(serve(
             Arc::clone(&db),

@@ -20,6 +20,14 @@ use crate::parallel_decode::{self, ParallelReader, Part};
 pub enum Source {
     /// A file, memory-mapped.
     File(PathBuf),
+    /// A file opened already (by a gate that checked where it lies), read as a
+    /// [`Source::File`] is.
+    Opened {
+        /// The path as the user wrote it, shown in error messages.
+        name: String,
+        /// The open file; each [`Source::open`] reads it through a duplicate of it.
+        file: Arc<std::fs::File>,
+    },
     /// Bytes already in memory (tests, small inputs), with a name for error messages.
     Bytes {
         /// Shown in error messages in place of a file name.
@@ -60,6 +68,10 @@ impl std::fmt::Debug for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::File(p) => f.debug_tuple("File").field(p).finish(),
+            Source::Opened { name, .. } => f
+                .debug_struct("Opened")
+                .field("name", name)
+                .finish_non_exhaustive(),
             Source::Bytes { name, data } => f
                 .debug_struct("Bytes")
                 .field("name", name)
@@ -133,9 +145,10 @@ impl Source {
     pub fn name(&self) -> String {
         match self {
             Source::File(p) => p.display().to_string(),
-            Source::Bytes { name, .. } | Source::Reader { name, .. } | Source::Fed { name, .. } => {
-                name.clone()
-            }
+            Source::Opened { name, .. }
+            | Source::Bytes { name, .. }
+            | Source::Reader { name, .. }
+            | Source::Fed { name, .. } => name.clone(),
         }
     }
 
@@ -144,6 +157,11 @@ impl Source {
     pub fn size(&self) -> Option<u64> {
         match self {
             Source::File(p) => std::fs::metadata(p)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len()),
+            Source::Opened { file, .. } => file
+                .metadata()
                 .ok()
                 .filter(std::fs::Metadata::is_file)
                 .map(|m| m.len()),
@@ -176,21 +194,8 @@ impl Source {
         encoding: Encoding,
         consumed: &Arc<AtomicU64>,
     ) -> Result<Input, LoadError> {
-        // a stream of `reader` (the source's bytes, decompressed): transcoded and counted
-        // when the encoding is not UTF-8
         let transcoded = |reader: BoxedReader, size: Option<u64>, block: usize| {
-            let counted = Counting::new(reader, Arc::clone(consumed));
-            let blocks = Blocks::new(
-                self.name(),
-                transcoding(encoding, Box::new(counted)),
-                None,
-                block,
-            );
-            Blocks {
-                compressed: size,
-                decoded: true,
-                ..blocks
-            }
+            self.transcoded(reader, encoding, consumed, size, block)
         };
         let utf8 = encoding == Encoding::Utf8;
         match self {
@@ -205,95 +210,18 @@ impl Source {
                 )))
             }
             Source::File(path) => {
-                let io = |source| LoadError::Io {
+                let file = std::fs::File::open(path).map_err(|source| LoadError::Io {
                     path: path.display().to_string(),
                     source,
-                };
-                let file = std::fs::File::open(path).map_err(io)?;
-                let meta = file.metadata().map_err(io)?;
-                if meta.is_dir() {
-                    return Err(io(std::io::Error::other("is a directory")));
-                }
-                if !meta.is_file() {
-                    // a pipe or a device: stream it (decoded when compressed)
-                    let reader = Box::new(Sniffing::new(Box::new(file)));
-                    return Ok(Input::Stream(if utf8 {
-                        Blocks::new(self.name(), reader, None, BLOCK_BYTES)
-                    } else {
-                        transcoded(reader, None, BLOCK_BYTES)
-                    }));
-                }
-                if meta.len() == 0 {
-                    return Ok(Input::Whole(Whole::Shared(Arc::from(Vec::new()))));
-                }
-                let mut file = file;
-                if let Some(codec) = Codec::sniff(&read_head(&mut file).map_err(io)?) {
-                    file.rewind().map_err(io)?;
-                    // a small file's blocks need not be large (CSV decodes to some
-                    // times its compressed size)
-                    let block = usize::try_from(meta.len().saturating_mul(8))
-                        .unwrap_or(BLOCK_BYTES)
-                        .clamp(1 << 20, BLOCK_BYTES);
-                    // several frames or members: decoded on threads of their own
-                    let parallel = parallel_decode::open(&file, codec, consumed, HEADROOM);
-                    let decoder: BoxedReader = match parallel.map_err(io)? {
-                        // zstd runs grow to a block's size: their buffers become blocks as
-                        // they are (gzip regions stay small, and are gathered into blocks)
-                        Some(parallel) if utf8 && codec == Codec::Zstd => {
-                            return Ok(Input::Stream(Blocks {
-                                compressed: Some(meta.len()),
-                                decoded: true,
-                                ..Blocks::handed_over(self.name(), parallel, block)
-                            }));
-                        }
-                        Some(parallel) => Box::new(parallel),
-                        // SAFETY: as for a plain file's map below: read-only, private to
-                        // this load, never written by wireload.
-                        None => match unsafe { memmap2::Mmap::map(&file) } {
-                            // decoded in place: the compressed bytes are not copied
-                            Ok(map) => {
-                                #[cfg(unix)]
-                                {
-                                    // Advice only: a failure changes nothing but speed.
-                                    let _ = map.advise(memmap2::Advice::Sequential);
-                                }
-                                codec
-                                    .decoder_buffered(Mapped::new(map, Arc::clone(consumed)))
-                                    .map_err(io)?
-                            }
-                            Err(_) => codec
-                                .decoder(Counting::new(file, Arc::clone(consumed)))
-                                .map_err(io)?,
-                        },
-                    };
-                    let blocks =
-                        Blocks::new(self.name(), transcoding(encoding, decoder), None, block);
-                    return Ok(Input::Stream(Blocks {
-                        compressed: Some(meta.len()),
-                        decoded: true,
-                        ..blocks
-                    }));
-                }
-                if !utf8 {
-                    file.rewind().map_err(io)?;
-                    let block = block_for(meta.len());
-                    return Ok(Input::Stream(transcoded(
-                        Box::new(file),
-                        Some(meta.len()),
-                        block,
-                    )));
-                }
-                // SAFETY: the map is read-only and private to this load; wireload never writes
-                // the file. Another process truncating it while we read is outside what a
-                // memory-mapped reader can defend against (as for every mmap-based loader).
-                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-                #[cfg(unix)]
-                {
-                    // Advice only: a failure changes nothing but speed.
-                    let _ = map.advise(memmap2::Advice::Sequential);
-                    let _ = map.advise(memmap2::Advice::WillNeed);
-                }
-                Ok(Input::Whole(Whole::Mapped(map)))
+                })?;
+                self.open_file(file, encoding, consumed)
+            }
+            Source::Opened { name, file } => {
+                let file = file.try_clone().map_err(|source| LoadError::Io {
+                    path: name.clone(),
+                    source,
+                })?;
+                self.open_file(file, encoding, consumed)
             }
             Source::Reader {
                 name,
@@ -334,6 +262,131 @@ impl Source {
                 }))
             }
         }
+    }
+
+    /// A stream of `reader` (the source's bytes, decompressed) transcoded from `encoding`,
+    /// the bytes it consumes counted in `consumed`.
+    fn transcoded(
+        &self,
+        reader: BoxedReader,
+        encoding: Encoding,
+        consumed: &Arc<AtomicU64>,
+        size: Option<u64>,
+        block: usize,
+    ) -> Blocks {
+        let counted = Counting::new(reader, Arc::clone(consumed));
+        let blocks = Blocks::new(
+            self.name(),
+            transcoding(encoding, Box::new(counted)),
+            None,
+            block,
+        );
+        Blocks {
+            compressed: size,
+            decoded: true,
+            ..blocks
+        }
+    }
+
+    /// Reads the open `file` of this source (a [`Source::File`] or [`Source::Opened`]):
+    /// mapped when it is a plain UTF-8 file, streamed (decoded, transcoded) otherwise.
+    fn open_file(
+        &self,
+        file: std::fs::File,
+        encoding: Encoding,
+        consumed: &Arc<AtomicU64>,
+    ) -> Result<Input, LoadError> {
+        let io = |source| LoadError::Io {
+            path: self.name(),
+            source,
+        };
+        let utf8 = encoding == Encoding::Utf8;
+        let transcoded = |reader: BoxedReader, size: Option<u64>, block: usize| {
+            self.transcoded(reader, encoding, consumed, size, block)
+        };
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(io(std::io::Error::other("is a directory")));
+        }
+        if !meta.is_file() {
+            // a pipe or a device: stream it (decoded when compressed)
+            let reader = Box::new(Sniffing::new(Box::new(file)));
+            return Ok(Input::Stream(if utf8 {
+                Blocks::new(self.name(), reader, None, BLOCK_BYTES)
+            } else {
+                transcoded(reader, None, BLOCK_BYTES)
+            }));
+        }
+        if meta.len() == 0 {
+            return Ok(Input::Whole(Whole::Shared(Arc::from(Vec::new()))));
+        }
+        let mut file = file;
+        if let Some(codec) = Codec::sniff(&read_head(&mut file).map_err(io)?) {
+            file.rewind().map_err(io)?;
+            // a small file's blocks need not be large (CSV decodes to some
+            // times its compressed size)
+            let block = usize::try_from(meta.len().saturating_mul(8))
+                .unwrap_or(BLOCK_BYTES)
+                .clamp(1 << 20, BLOCK_BYTES);
+            // several frames or members: decoded on threads of their own
+            let parallel = parallel_decode::open(&file, codec, consumed, HEADROOM);
+            let decoder: BoxedReader = match parallel.map_err(io)? {
+                // zstd runs grow to a block's size: their buffers become blocks as
+                // they are (gzip regions stay small, and are gathered into blocks)
+                Some(parallel) if utf8 && codec == Codec::Zstd => {
+                    return Ok(Input::Stream(Blocks {
+                        compressed: Some(meta.len()),
+                        decoded: true,
+                        ..Blocks::handed_over(self.name(), parallel, block)
+                    }));
+                }
+                Some(parallel) => Box::new(parallel),
+                // SAFETY: as for a plain file's map below: read-only, private to
+                // this load, never written by wireload.
+                None => match unsafe { memmap2::Mmap::map(&file) } {
+                    // decoded in place: the compressed bytes are not copied
+                    Ok(map) => {
+                        #[cfg(unix)]
+                        {
+                            // Advice only: a failure changes nothing but speed.
+                            let _ = map.advise(memmap2::Advice::Sequential);
+                        }
+                        codec
+                            .decoder_buffered(Mapped::new(map, Arc::clone(consumed)))
+                            .map_err(io)?
+                    }
+                    Err(_) => codec
+                        .decoder(Counting::new(file, Arc::clone(consumed)))
+                        .map_err(io)?,
+                },
+            };
+            let blocks = Blocks::new(self.name(), transcoding(encoding, decoder), None, block);
+            return Ok(Input::Stream(Blocks {
+                compressed: Some(meta.len()),
+                decoded: true,
+                ..blocks
+            }));
+        }
+        if !utf8 {
+            file.rewind().map_err(io)?;
+            let block = block_for(meta.len());
+            return Ok(Input::Stream(transcoded(
+                Box::new(file),
+                Some(meta.len()),
+                block,
+            )));
+        }
+        // SAFETY: the map is read-only and private to this load; wireload never writes
+        // the file. Another process truncating it while we read is outside what a
+        // memory-mapped reader can defend against (as for every mmap-based loader).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        #[cfg(unix)]
+        {
+            // Advice only: a failure changes nothing but speed.
+            let _ = map.advise(memmap2::Advice::Sequential);
+            let _ = map.advise(memmap2::Advice::WillNeed);
+        }
+        Ok(Input::Whole(Whole::Mapped(map)))
     }
 }
 

@@ -28,6 +28,7 @@ impl Server {
             trust_local: false,
             tls: None,
             limits: Limits::default(),
+            files: Default::default(),
         };
         let db = Arc::new(Database::new(DbConfig { threads: Some(2) }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

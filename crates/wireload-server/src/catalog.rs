@@ -38,6 +38,7 @@ pub fn install(db: &wireload_sql::Database) -> Result<(), DataFusionError> {
     let context = Arc::new(objects::Context::new(
         Arc::clone(db.catalog()),
         Arc::downgrade(&catalog),
+        Arc::clone(db.roles()),
     ));
     catalog.register_schema(
         tables::SCHEMA,

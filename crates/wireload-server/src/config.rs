@@ -6,6 +6,8 @@
 //! flight_listen = "127.0.0.1:50051" # Arrow Flight SQL
 //! trust_local = false               # no password needed (loopback only)
 //! init = "init.sql"                 # run at start-up
+//! allow_read = ["/data/in"]         # directories clients may read files in (none by default)
+//! allow_write = ["/data/out"]       # and write files in
 //!
 //! [tls]
 //! cert = "server.crt"               # PEM certificate chain
@@ -83,6 +85,10 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// A SQL script run before the first client is accepted.
     pub init: Option<PathBuf>,
+    /// Directories whose files clients with the privilege may read (`--allow-read`).
+    pub allow_read: Vec<PathBuf>,
+    /// Directories in which clients with the privilege may write (`--allow-write`).
+    pub allow_write: Vec<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -95,6 +101,8 @@ impl Default for ServeConfig {
             tls: None,
             limits: Limits::default(),
             init: None,
+            allow_read: Vec::new(),
+            allow_write: Vec::new(),
         }
     }
 }
@@ -128,6 +136,10 @@ struct FileConfig {
     flight_listen: Option<SocketAddr>,
     trust_local: Option<bool>,
     init: Option<PathBuf>,
+    #[serde(default)]
+    allow_read: Vec<PathBuf>,
+    #[serde(default)]
+    allow_write: Vec<PathBuf>,
     tls: Option<TlsFiles>,
     limits: Option<Limits>,
     #[serde(default)]
@@ -171,6 +183,8 @@ impl ServeConfig {
             config.trust_local = t;
         }
         config.init = file.init.map(resolve);
+        config.allow_read = file.allow_read.into_iter().map(resolve).collect();
+        config.allow_write = file.allow_write.into_iter().map(resolve).collect();
         config.tls = file.tls.map(|t| TlsFiles {
             cert: resolve(t.cert),
             key: resolve(t.key),
@@ -201,6 +215,7 @@ mod tests {
             r#"
             listen = "0.0.0.0:6000"
             init = "init.sql"
+            allow_read = ["in", "/abs/in"]
             [tls]
             cert = "c.pem"
             key = "/abs/k.pem"
@@ -219,6 +234,11 @@ mod tests {
             Some(DEFAULT_FLIGHT_LISTEN.parse().unwrap())
         );
         assert_eq!(c.init.as_deref(), Some(Path::new("/etc/wl/init.sql")));
+        assert_eq!(
+            c.allow_read,
+            [Path::new("/etc/wl/in"), Path::new("/abs/in")]
+        );
+        assert!(c.allow_write.is_empty());
         let tls = c.tls.unwrap();
         assert_eq!(tls.cert, Path::new("/etc/wl/c.pem"));
         assert_eq!(tls.key, Path::new("/abs/k.pem"));
@@ -227,7 +247,7 @@ mod tests {
             c.limits.max_message_bytes,
             Limits::default().max_message_bytes
         );
-        assert!(c.users.verify("alice", "pw"));
+        assert_eq!(c.users.password("alice"), Some("pw"));
         assert!(!c.trust_local);
     }
 

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Sink;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
-use pgwire::api::auth::sasl::scram::{ScramAuth, gen_salted_password};
+use pgwire::api::auth::sasl::scram::{ScramAuth, ScramSecret};
 use pgwire::api::auth::{
     AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
@@ -31,7 +31,7 @@ use pgwire::tokio::tokio_rustls::rustls;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use wireload_load::LoadControl;
-use wireload_sql::Database;
+use wireload_sql::{Database, FileGate};
 
 use crate::config::{Limits, TlsFiles};
 use crate::errors::fatal;
@@ -40,7 +40,7 @@ use crate::users::Users;
 use crate::wire::serve_connection;
 
 /// SCRAM's iteration count (PostgreSQL's default).
-const SCRAM_ITERATIONS: usize = 4096;
+const SCRAM_ITERATIONS: usize = wireload_sql::SCRAM_ITERATIONS as usize;
 /// How long a shutdown waits for cancelled statements to stop before closing connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The version reported to clients: PostgreSQL 15's protocol and catalog, wireload's own.
@@ -49,7 +49,7 @@ pub const SERVER_VERSION: &str = concat!("15.0 (wireload ", env!("CARGO_PKG_VERS
 /// How the PostgreSQL front end runs.
 #[derive(Debug, Clone)]
 pub struct PgSettings {
-    /// Who may log in.
+    /// Users made superuser roles at start (beside the roles the database has).
     pub users: Arc<Users>,
     /// Clients on the loopback interface need no password.
     pub trust_local: bool,
@@ -57,6 +57,8 @@ pub struct PgSettings {
     pub tls: Option<TlsFiles>,
     /// Connection, message and memory limits.
     pub limits: Limits,
+    /// The directories clients may read and write server files in (none by default).
+    pub files: Arc<FileGate>,
 }
 
 /// Why the server could not start.
@@ -109,8 +111,6 @@ pub fn tls_acceptor(files: &TlsFiles) -> Result<(TlsAcceptor, Vec<u8>), ServerEr
 pub(crate) struct Shared {
     pub db: Arc<Database>,
     pub settings: PgSettings,
-    /// Each user's SCRAM salt and salted password, computed once.
-    secrets: HashMap<String, (Vec<u8>, Vec<u8>)>,
     /// The leaf certificate, for SCRAM-SHA-256-PLUS.
     cert: Option<Vec<u8>>,
     pub backends: Backends,
@@ -146,6 +146,11 @@ impl Backends {
                 running: None,
             },
         );
+    }
+
+    /// The connections of `user` now.
+    pub fn of_user(&self, user: &str) -> usize {
+        self.lock().values().filter(|b| b.user == user).count()
     }
 
     /// Forgets a closed connection.
@@ -213,21 +218,14 @@ impl Backends {
 
 impl Shared {
     fn new(db: Arc<Database>, settings: PgSettings, cert: Option<Vec<u8>>) -> Self {
-        let secrets = settings
-            .users
-            .names()
-            .into_iter()
-            .map(|name| {
-                let password = settings.users.password(name).unwrap_or_default();
-                let salt: [u8; 16] = rand::random();
-                let salted = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
-                (name.to_string(), (salt.to_vec(), salted))
-            })
-            .collect();
+        // the users named at start are superusers; their passwords are kept as verifiers
+        for name in settings.users.names() {
+            db.roles()
+                .add_superuser(name, settings.users.password(name));
+        }
         Shared {
             db,
             settings,
-            secrets,
             cert,
             backends: Backends::default(),
             connections: AtomicUsize::new(0),
@@ -245,7 +243,7 @@ pub async fn serve(
     settings: PgSettings,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
-    if settings.users.is_empty() && !settings.trust_local {
+    if settings.users.is_empty() && db.roles().is_empty() && !settings.trust_local {
         return Err(ServerError::NoUsers);
     }
     let (tls, cert) = match &settings.tls {
@@ -333,23 +331,47 @@ impl CancelHandler for Cancel {
     }
 }
 
-/// The passwords SCRAM checks against.
+/// The verifiers SCRAM checks against: the roles that may log in.
 #[derive(Debug)]
 struct Secrets(Arc<Shared>);
 
 #[async_trait]
 impl AuthSource for Secrets {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
+        // never asked: SCRAM takes the verifier (get_scram_secret), and no other password
+        // method is offered
+        Err(PgWireError::InvalidPassword(String::new()))
+    }
+
+    async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
         let user = login.user().unwrap_or_default();
-        match self.0.secrets.get(user) {
-            Some((salt, salted)) => Ok(Password::new(Some(salt.clone()), salted.clone())),
-            // an unknown user gets an exchange that cannot succeed, so that the answer
-            // (and its timing) does not tell which users exist
-            None => Ok(Password::new(
-                Some(rand::random::<[u8; 16]>().to_vec()),
-                rand::random::<[u8; 32]>().to_vec(),
-            )),
-        }
+        let verifier = self
+            .0
+            .db
+            .roles()
+            .login(user)
+            .ok()
+            .and_then(|role| role.verifier);
+        Ok((
+            match verifier {
+                Some(v) => ScramSecret::Verifier {
+                    salt: v.salt,
+                    iterations: v.iterations as usize,
+                    stored_key: v.stored_key,
+                    server_key: v.server_key,
+                },
+                // an unknown user (or one that cannot log in with a password) gets an
+                // exchange that cannot succeed, so that the answer (and its timing) does
+                // not tell which users exist
+                None => ScramSecret::Verifier {
+                    salt: rand::random::<[u8; 16]>().to_vec(),
+                    iterations: SCRAM_ITERATIONS,
+                    stored_key: rand::random::<[u8; 32]>().to_vec(),
+                    server_key: rand::random::<[u8; 32]>().to_vec(),
+                },
+            },
+            None,
+        ))
     }
 }
 
@@ -445,8 +467,18 @@ impl StartupHandler for Startup {
                 }
             }
         }
-        if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
-            self.connection.logged_in(client);
+        if matches!(client.state(), PgWireConnectionState::ReadyForQuery)
+            && let Err(why) = self.connection.logged_in(client, trusted)
+        {
+            tracing::info!(peer = %client.socket_addr(), %why, "login refused");
+            return Err(fatal(
+                if why.contains("too many") {
+                    "53300"
+                } else {
+                    "28000"
+                },
+                why,
+            ));
         }
         Ok(())
     }

@@ -27,8 +27,8 @@ use pgwire::messages::data::DataRow;
 use tokio::sync::mpsc;
 use wireload_load::{BLOCK_BYTES, LoadControl, LoadReport, Source};
 use wireload_sql::{
-    CopyFrom, CopyPath, CopyTo, Database, InputFormat, PreparedStatement, SqlError, Statement,
-    StatementOutput, TxStatement, parse_script,
+    Actor, CopyFrom, CopyPath, CopyTo, Database, InputFormat, PreparedStatement, SqlError,
+    Statement, StatementOutput, TxStatement, parse_script,
 };
 
 use crate::copy::{ChannelWriter, CopyFeed, CopySender};
@@ -101,7 +101,8 @@ impl Drop for Connection {
 impl Connection {
     /// A connection of `shared`'s database; `refused` when it is over the limit.
     pub fn new(shared: Arc<Shared>, refused: bool) -> Self {
-        let session = Arc::new(shared.db.new_session());
+        // no rights until the login names its role
+        let session = Arc::new(shared.db.client_session(Arc::clone(&shared.settings.files)));
         if let Err(e) = crate::catalog::install(&session) {
             tracing::warn!(error = %e, "the pg_catalog tables are missing in this session");
         }
@@ -123,20 +124,39 @@ impl Connection {
         self.refused
     }
 
-    /// Records a completed login.
-    pub fn logged_in(&self, client: &impl ClientInfo) {
+    /// Records a completed login (`trusted`: let in without a password by
+    /// `--trust-local`); refused when the role has no connection left.
+    pub fn logged_in(&self, client: &impl ClientInfo, trusted: bool) -> Result<(), String> {
         let (pid, key) = client.pid_and_secret_key();
         let user = client
             .metadata()
             .get(METADATA_USER)
             .cloned()
             .unwrap_or_default();
+        let roles = self.shared.db.roles();
+        let actor = match roles.role(&user) {
+            Some(role) => {
+                if !role.login {
+                    return Err(format!("role \"{user}\" is not permitted to log in"));
+                }
+                if let Some(limit) = role.connection_limit
+                    && self.shared.backends.of_user(&user) >= limit as usize
+                {
+                    return Err(format!("too many connections for role \"{user}\""));
+                }
+                Actor::Role(user.clone())
+            }
+            None if trusted => Actor::Trusted(user.clone()),
+            None => return Err(format!("role \"{user}\" does not exist")),
+        };
+        self.session.set_actor(actor);
         self.shared
             .backends
             .register(pid, key.to_bytes(), user.clone());
         let _ = self.login.set((pid, user.clone()));
         self.install_backend_functions(pid, user);
         tracing::info!(pid, "logged in");
+        Ok(())
     }
 
     /// `pg_backend_pid()` and `pg_cancel_backend(pid)` in this connection's session (a

@@ -1,5 +1,6 @@
-//! Who may connect: user names and passwords, from the config file or the environment
-//! (`WIRELOAD_USER`, `WIRELOAD_PASSWORD`), shared by both protocols.
+//! The users named at start: names and passwords from the config file or the environment
+//! (`WIRELOAD_USER`, `WIRELOAD_PASSWORD`). Both protocols make them superuser roles
+//! (`wireload_sql::Roles`), which keep only SCRAM verifiers of the passwords.
 
 use std::collections::HashMap;
 
@@ -54,17 +55,6 @@ impl Users {
         self.passwords.get(name).map(String::as_str)
     }
 
-    /// True when `name` exists and `password` is its password (compared in time that does
-    /// not depend on where they differ).
-    pub fn verify(&self, name: &str, password: &str) -> bool {
-        let Some(known) = self.passwords.get(name) else {
-            // compare anyway, so a missing user takes as long as a wrong password
-            let _ = constant_time_eq(password.as_bytes(), password.as_bytes());
-            return false;
-        };
-        constant_time_eq(known.as_bytes(), password.as_bytes())
-    }
-
     /// The user names, sorted.
     pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.passwords.keys().map(String::as_str).collect();
@@ -78,46 +68,16 @@ impl Users {
     }
 }
 
-/// Equality of two byte strings in time that depends on their lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, &x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
-    }
-    diff == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn verify_checks_name_and_password() {
+    fn users_never_show_their_passwords() {
         let mut users = Users::new();
         users.add("alice", "s3cret");
-        assert!(users.verify("alice", "s3cret"));
-        assert!(!users.verify("alice", "s3cre"));
-        assert!(!users.verify("alice", "s3cret!"));
-        assert!(!users.verify("alice", ""));
-        assert!(!users.verify("bob", "s3cret"));
+        assert_eq!(users.password("alice"), Some("s3cret"));
+        assert_eq!(users.names(), ["alice"]);
         assert!(!format!("{users:?}").contains("s3cret"));
-    }
-
-    #[test]
-    fn constant_time_eq_is_equality() {
-        for (a, b) in [
-            ("", ""),
-            ("a", ""),
-            ("", "a"),
-            ("ab", "ab"),
-            ("ab", "ac"),
-            ("abc", "ab"),
-        ] {
-            assert_eq!(
-                constant_time_eq(a.as_bytes(), b.as_bytes()),
-                a == b,
-                "{a:?} {b:?}"
-            );
-        }
     }
 }

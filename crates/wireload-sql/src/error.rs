@@ -35,6 +35,9 @@ impl SqlState {
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
     pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");
+    pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
+    /// `58P01` undefined_file (a file named that does not exist).
+    pub const UNDEFINED_FILE: SqlState = SqlState("58P01");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
@@ -107,6 +110,15 @@ pub enum SqlError {
     /// A column type that does not exist (the message names the column and the type).
     #[error("{0}")]
     UndefinedType(String),
+    /// Another object that does not exist (a role).
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// An object (a role) that exists already.
+    #[error("{0}")]
+    Duplicate(String),
+    /// An object others depend on (a role that owns tables).
+    #[error("{0}")]
+    DependentObjects(String),
     /// An index of that name exists already.
     #[error("an index called \"{index}\" already exists (on table \"{table}\")")]
     DuplicateIndex {
@@ -134,6 +146,33 @@ pub enum SqlError {
         index: String,
         /// its table
         table: String,
+    },
+    /// The session's role may not do what the statement asks: reach a server file, read
+    /// or change a table, manage roles.
+    #[error("permission denied for {object}: {why}")]
+    PermissionDenied {
+        /// what was refused: `table t`, `COPY FROM '/etc/passwd'`...
+        object: String,
+        /// why not, and what would allow it
+        why: String,
+    },
+    /// A file or directory the session may reach that cannot be opened.
+    #[error("{what} '{path}': {source}")]
+    File {
+        /// the statement or option naming the path
+        what: &'static str,
+        /// the path as written
+        path: String,
+        /// the system's error
+        source: std::io::Error,
+    },
+    /// An error of a reader or writer, retold with the path as the statement wrote it.
+    #[error("{message}")]
+    Relabelled {
+        /// the error's text
+        message: String,
+        /// the error's SQLSTATE
+        state: SqlState,
     },
     /// A load failed; the table is unchanged.
     #[error("{error}\ntable \"{table}\" is unchanged")]
@@ -254,10 +293,21 @@ impl SqlError {
             SqlError::InvalidOption(_) => SqlState::INVALID_PARAMETER_VALUE,
             SqlError::UndefinedTable(_) => SqlState::UNDEFINED_TABLE,
             SqlError::UndefinedColumn { .. } => SqlState::UNDEFINED_COLUMN,
-            SqlError::UndefinedIndex(_) | SqlError::UndefinedType(_) => SqlState::UNDEFINED_OBJECT,
+            SqlError::UndefinedIndex(_)
+            | SqlError::UndefinedType(_)
+            | SqlError::UndefinedObject(_) => SqlState::UNDEFINED_OBJECT,
+            SqlError::Duplicate(_) => SqlState::DUPLICATE_OBJECT,
+            SqlError::DependentObjects(_) => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
             SqlError::DuplicateIndex { .. } => SqlState::DUPLICATE_OBJECT,
             SqlError::WrongObjectType { .. } => SqlState::WRONG_OBJECT_TYPE,
             SqlError::IndexInUse { .. } => SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+            SqlError::PermissionDenied { .. } => SqlState::INSUFFICIENT_PRIVILEGE,
+            SqlError::File { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => SqlState::UNDEFINED_FILE,
+                std::io::ErrorKind::PermissionDenied => SqlState::INSUFFICIENT_PRIVILEGE,
+                _ => SqlState::IO_ERROR,
+            },
+            SqlError::Relabelled { state, .. } => *state,
             SqlError::Load { error, .. } => load_state(error),
             SqlError::Gpu { error, .. } => match error {
                 GpuError::Load(e) => load_state(e),

@@ -290,17 +290,10 @@ fn value_text(e: &Expr) -> Option<String> {
     }
 }
 
-/// The sources of `paths` (glob patterns expanded, in order).
+/// The sources of `paths` (glob patterns expanded, in order), read with the rights of the
+/// process's user.
 pub fn sources_of(paths: &[String]) -> Result<Vec<Source>, SqlError> {
-    let mut out = Vec::new();
-    for p in paths {
-        let files = wireload_load::expand_paths(p).map_err(|error| SqlError::Load {
-            table: p.clone(),
-            error,
-        })?;
-        out.extend(files.into_iter().map(Source::File));
-    }
-    Ok(out)
+    crate::FileAccess::Local.sources(paths, crate::gate::Use::Read("FROM"))
 }
 
 /// Infers the dialect and columns of `source`, written in `encoding` (the dialect options
@@ -574,6 +567,7 @@ pub fn filename_column() -> ColumnDef {
 fn is_regular_file(source: &Source) -> bool {
     match source {
         Source::File(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+        Source::Opened { file, .. } => file.metadata().is_ok_and(|m| m.is_file()),
         _ => false,
     }
 }

@@ -22,6 +22,7 @@
 // every `Result<_, SqlError>` is large; statements are not a hot path.
 #![allow(clippy::result_large_err)]
 
+mod authorize;
 mod copy;
 mod ddl;
 mod dialect;
@@ -29,19 +30,21 @@ mod dml;
 mod error;
 mod export;
 mod files;
+mod gate;
+mod grants;
 mod keyed;
 mod limits;
 mod parse;
 mod pushdown;
 mod rebase;
 mod rewrite;
+mod roles;
 mod settings;
 mod transaction;
 mod unload;
 mod upsert;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,13 +76,21 @@ pub use files::{
     FilterFor, InferredLoad, InferredRead, filename_column, infer, load_inferred, sniff_file,
     sniff_source, sources_of, table_name_of,
 };
+pub use gate::{FileAccess, FileGate};
 pub use parse::{Parsed, Statement, is_complete, parse_script};
+pub use roles::{
+    Actor, LoginRefused, Privilege, Role, RoleOptions, RoleStatement, Roles, SCRAM_ITERATIONS,
+    ScramVerifier,
+};
 pub use settings::{Setting, SettingStatement, Settings};
 pub use transaction::TxStatement;
 pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
 pub use wireload_types::sql::{ColumnsError, parse_columns, sql_type};
 
 use crate::unload::BinaryFormat;
+
+/// How `COPY ... FROM` a file is named in the file gate's messages.
+const COPY_FROM: gate::Use = gate::Use::Read("COPY FROM");
 
 /// How often a running query looks whether it was cancelled.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
@@ -165,6 +176,8 @@ pub struct PreparedStatement {
     params: Vec<Option<arrow::datatypes::DataType>>,
     /// The key access, for a read or update of one row by a unique key.
     keyed: Option<Arc<keyed::KeyAccess>>,
+    /// The privileges it needs, checked at each execution.
+    needs: Arc<[authorize::Need]>,
 }
 
 impl PreparedStatement {
@@ -223,6 +236,12 @@ pub struct Database {
     /// mixed-case names resolve case-insensitively, as DuckDB does; names a user wrote in
     /// `CREATE TABLE` keep PostgreSQL's rule (unquoted folds to lower case).
     header_named: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// The roles, owners and grants (shared by the sessions).
+    roles: Arc<Roles>,
+    /// Whose rights this session has.
+    actor: Mutex<Actor>,
+    /// The directories a network client's session may reach files in.
+    gate: Arc<FileGate>,
 }
 
 /// The rejected records of a session's loads, as `wireload_rejects` shows them.
@@ -269,6 +288,9 @@ impl Database {
             notices: Mutex::new(Vec::new()),
             rejects: Mutex::new(RejectLog::default()),
             header_named: Arc::default(),
+            roles: Arc::default(),
+            actor: Mutex::new(Actor::Local),
+            gate: Arc::default(),
         }
     }
 
@@ -289,6 +311,52 @@ impl Database {
             notices: Mutex::new(Vec::new()),
             rejects: Mutex::new(RejectLog::default()),
             header_named: Arc::clone(&self.header_named),
+            roles: Arc::clone(&self.roles),
+            actor: Mutex::new(self.actor()),
+            gate: Arc::clone(&self.gate),
+        }
+    }
+
+    /// A session of a network client that has not logged in yet: it has no rights until
+    /// [`Database::set_actor`] names its role, and reaches server files only beneath
+    /// `gate`'s directories.
+    pub fn client_session(&self, gate: Arc<FileGate>) -> Database {
+        let mut session = self.new_session();
+        session.gate = gate;
+        session.actor = Mutex::new(Actor::Role(String::new()));
+        session
+    }
+
+    /// Makes this session act as `actor` (a client's role once it logged in).
+    pub fn set_actor(&self, actor: Actor) {
+        *self.actor.lock().unwrap_or_else(|e| e.into_inner()) = actor;
+    }
+
+    /// Whose rights this session has.
+    pub fn actor(&self) -> Actor {
+        self.actor.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The roles of this database (shared by its sessions).
+    pub fn roles(&self) -> &Arc<Roles> {
+        &self.roles
+    }
+
+    /// What this session may do with the server's files now (its role's memberships may
+    /// change between statements).
+    pub fn file_access(&self) -> FileAccess {
+        let actor = self.actor();
+        if actor == Actor::Local {
+            return FileAccess::Local;
+        }
+        FileAccess::Client {
+            gate: Arc::clone(&self.gate),
+            read: self
+                .roles
+                .has_privileges_of(&actor, roles::READ_SERVER_FILES),
+            write: self
+                .roles
+                .has_privileges_of(&actor, roles::WRITE_SERVER_FILES),
         }
     }
 
@@ -386,9 +454,16 @@ impl Database {
         if let Statement::Transaction(t) = statement {
             return self.transaction(t);
         }
+        self.authorize(&statement)?;
+        let ownership = self.ownership_change(&statement);
         let catalog_change = changes_the_catalog(&statement);
-        self.in_transaction_run(catalog_change, self.run_statement(statement, ctl), ctl)
-            .await
+        let out = self
+            .in_transaction_run(catalog_change, self.run_statement(statement, ctl), ctl)
+            .await?;
+        if let Some(change) = ownership {
+            self.record_ownership(change);
+        }
+        Ok(out)
     }
 
     /// Prepares `sql` (one query, INSERT, UPDATE or DELETE, with parameters `$1`, `$2`,
@@ -410,6 +485,9 @@ impl Database {
         &self,
         statement: Statement,
     ) -> Result<PreparedStatement, SqlError> {
+        self.authorize(&statement)?;
+        let needs: Arc<[authorize::Need]> =
+            authorize::needs(&statement, &|name| self.relation_of(name)).into();
         let (statement, returning, on_conflict) = match statement {
             Statement::Query(q) => (q, None, None),
             Statement::Write(w) => (w.statement, w.returning, w.on_conflict),
@@ -458,6 +536,7 @@ impl Database {
             on_conflict,
             params,
             keyed,
+            needs,
         })
     }
 
@@ -469,6 +548,7 @@ impl Database {
         params: &[datafusion::common::ScalarValue],
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
+        self.require(&prepared.needs)?;
         if params.len() != prepared.params.len() {
             return Err(SqlError::InvalidOption(format!(
                 "the prepared statement takes {} parameters, {} given",
@@ -697,6 +777,7 @@ impl Database {
             Statement::CopyTo(c) => self.copy_to(c, ctl).await.map(StatementOutput::Unloaded),
             Statement::Export(e) => self.export(e, ctl).await.map(StatementOutput::Done),
             Statement::Import(i) => self.import(i, ctl).await.map(StatementOutput::Done),
+            Statement::Role(r) => self.role_statement(r).map(StatementOutput::Done),
         }
     }
 
@@ -723,9 +804,10 @@ impl Database {
                 }
                 files::ReadSource::Files(paths) => {
                     let (name, spec) = (read.name.clone(), read.spec.clone());
+                    let access = self.file_access();
                     let found = self
                         .run_blocking(spec.options.threads, move || {
-                            let sources = files::sources_of(&paths)?;
+                            let sources = access.sources(&paths, gate::Use::Read("FROM"))?;
                             files::infer(&name, &sources, &spec)
                         })
                         .await?;
@@ -912,10 +994,14 @@ impl Database {
     }
 
     /// Creates the empty table `def`; with `if_not_exists` an existing table (or view) of
-    /// that name is no error (and is left as it is).
+    /// that name is no error (and is left as it is). The session's role needs CREATE on
+    /// the database, and owns the new table.
     pub fn create_table(&self, def: TableDef, if_not_exists: bool) -> Result<(), SqlError> {
+        let actor = self.actor();
+        self.roles.check_create(&actor)?;
         let name = def.name.clone();
-        if self.catalog.table(&name).is_none() {
+        let existed = self.catalog.table(&name).is_some();
+        if !existed {
             for ix in &def.indexes {
                 if let Some(owner) = self.index_owner(&ix.name) {
                     return Err(SqlError::DuplicateIndex {
@@ -932,6 +1018,9 @@ impl Database {
             return Err(SqlError::Storage(StorageError::TableExists(name)));
         }
         self.catalog.create_table(def, if_not_exists)?;
+        if !existed {
+            self.roles.created(&actor, &name, Vec::new());
+        }
         Ok(())
     }
 
@@ -1431,6 +1520,7 @@ impl Database {
         batches: Vec<RecordBatch>,
         ctl: &LoadControl,
     ) -> Result<u64, SqlError> {
+        self.require(&[authorize::Need::On(table.to_string(), Privilege::Insert)])?;
         let run = async {
             let target = self.table(table)?;
             let rows = self.append(&target, what, batches, ctl).await?;
@@ -1633,7 +1723,9 @@ impl Database {
                 engine,
             } => {
                 options.fields = fields;
-                let mut sources = files::sources_of(std::slice::from_ref(&path))?;
+                let mut sources = self
+                    .file_access()
+                    .sources(std::slice::from_ref(&path), COPY_FROM)?;
                 if let Some(detect) = &copy.detect {
                     // AUTO into a table that exists: its columns, the file's dialect
                     let first = sources.first().cloned();
@@ -1683,10 +1775,13 @@ impl Database {
             InputFormat::Arrow { threads } => (BinaryFormat::Arrow, threads),
             InputFormat::Parquet { threads } => (BinaryFormat::Parquet, threads),
         };
-        let path = PathBuf::from(path);
+        let file = self
+            .file_access()
+            .read(&path, COPY_FROM, gate::Kind::File)?;
         let ctl = ctl.clone();
         self.run_blocking(threads, move || {
-            unload::load_binary(&table, &path, format, &ctl)
+            unload::load_binary(&table, &file.path(), file.shown(), format, &ctl)
+                .map_err(|e| file.unmask(e))
         })
         .await
     }
@@ -1732,7 +1827,9 @@ impl Database {
             project: None,
             filename: false,
         };
-        let sources = files::sources_of(std::slice::from_ref(&path))?;
+        let sources = self
+            .file_access()
+            .sources(std::slice::from_ref(&path), COPY_FROM)?;
         self.create_from_sources(&copy.table, sources, spec, ctl)
             .await
     }
@@ -1801,6 +1898,7 @@ impl Database {
         source: Source,
         ctl: &LoadControl,
     ) -> Result<LoadReport, SqlError> {
+        self.require(&[authorize::Need::On(copy.table.clone(), Privilege::Insert)])?;
         let run = async {
             let table = self.table(&copy.table)?;
             let fields = copy_fields(&table, copy.columns.as_deref())?;
@@ -1861,13 +1959,22 @@ impl Database {
                     .into(),
             ));
         };
-        let path = path.clone();
+        let target = self
+            .file_access()
+            .write(path, gate::Use::Write("COPY TO"))?;
         let started = Instant::now();
         let (name, rows) = self.copy_rows(&copy.source, ctl).await?;
         let cancel = Arc::clone(&ctl.cancel);
         self.run_blocking(copy.threads, move || {
-            let report = unload::write(&rows, Path::new(&path), &copy.format, &cancel)?;
-            Ok(unload::summary(name, &path, &copy.format, &report, started))
+            let report = unload::write(&rows, &target.path(), &copy.format, &cancel)
+                .map_err(|e| target.unmask(e.into()))?;
+            Ok(unload::summary(
+                name,
+                target.shown(),
+                &copy.format,
+                &report,
+                started,
+            ))
         })
         .await
     }
@@ -1883,6 +1990,7 @@ impl Database {
         out: impl FnOnce(&SchemaRef) -> W + Send + 'static,
         ctl: &LoadControl,
     ) -> Result<UnloadSummary, SqlError> {
+        self.authorize(&Statement::CopyTo(copy.clone()))?;
         let run = async {
             let OutputFormat::Csv(dialect) = &copy.format else {
                 return Err(SqlError::NotSupported(
@@ -1945,29 +2053,40 @@ impl Database {
     }
 
     async fn export(&self, export: Export, ctl: &LoadControl) -> Result<String, SqlError> {
+        let target = self
+            .file_access()
+            .write(&export.dir, gate::Use::Write("EXPORT DATABASE"))?;
         let catalog = Arc::clone(&self.catalog);
         let ctl = ctl.clone();
         self.run_blocking(None, move || {
             wireload_unload::export::export_database(
                 &catalog,
-                Path::new(&export.dir),
+                &target.path(),
                 export.compression,
                 &ctl,
             )
-            .map_err(SqlError::from)
+            .map_err(|e| target.unmask(e.into()))
         })
         .await
     }
 
     async fn import(&self, import: Import, ctl: &LoadControl) -> Result<String, SqlError> {
+        let dir = self.file_access().read(
+            &import.dir,
+            gate::Use::Read("IMPORT DATABASE"),
+            gate::Kind::Directory,
+        )?;
         let catalog = Arc::clone(&self.catalog);
         let ctl = ctl.clone();
         let taken = self.schema.other_names();
         self.run_blocking(None, move || {
-            let mut files = ExportFiles::read(Path::new(&import.dir))?;
-            // exports written before manifest version 2 hold SQL text only
-            files.resolve_sql(&definitions_of)?;
-            Ok(files.import(&catalog, &taken, &ctl)?)
+            let run = || {
+                let mut files = ExportFiles::read(&dir.path())?;
+                // exports written before manifest version 2 hold SQL text only
+                files.resolve_sql(&definitions_of)?;
+                Ok(files.import(&catalog, &taken, &ctl)?)
+            };
+            run().map_err(|e| dir.unmask(e))
         })
         .await
     }
@@ -2012,6 +2131,12 @@ impl Database {
                     "{tag} into table \"{}\" is not supported",
                     dml.table_name
                 )));
+            }
+            // files are written by wireload's COPY only (through the file gate)
+            LogicalPlan::Copy(_) => {
+                return Err(SqlError::NotSupported(
+                    "this form of COPY is not supported; use COPY ... TO 'file' WITH (...)".into(),
+                ));
             }
             LogicalPlan::Ddl(_) => true,
             LogicalPlan::Statement(PlanStatement::Execute(_)) => false,

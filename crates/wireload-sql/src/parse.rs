@@ -23,7 +23,9 @@ use crate::ddl::{self, CreateIndex, CreateTable, DropIndex, DropTable};
 use crate::dml::{self, CreateTableAs, Truncate, Write};
 use crate::error::SqlError;
 use crate::export::{self, Export, Import};
+use crate::grants;
 use crate::limits;
+use crate::roles::RoleStatement;
 use crate::settings::{self, SettingStatement};
 use crate::transaction::{self, TxStatement};
 
@@ -58,6 +60,8 @@ pub enum Statement {
     Export(Export),
     /// `IMPORT DATABASE`
     Import(Import),
+    /// `CREATE`, `ALTER` or `DROP ROLE`, `GRANT`, `REVOKE`
+    Role(RoleStatement),
 }
 
 /// A statement with where it is in its script.
@@ -140,9 +144,17 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
             return export::parse_import(p).map(Statement::Import);
         }
     }
+    if let Some(role) = grants::parse(&mut df.parser)? {
+        return Ok(Statement::Role(role));
+    }
     let statement = df.parse_statement()?;
     let ast = match statement {
         DfStatement::Statement(ast) => ast,
+        DfStatement::CopyTo(_) => {
+            return Err(SqlError::NotSupported(
+                "this form of COPY is not supported; use COPY ... TO 'file' WITH (...)".into(),
+            ));
+        }
         DfStatement::CreateExternalTable(_) => {
             return Err(SqlError::NotSupported(
                 "CREATE EXTERNAL TABLE is not supported; use CREATE TABLE and COPY ... FROM".into(),
@@ -183,6 +195,12 @@ fn parse_statement(df: &mut datafusion::sql::parser::DFParser<'_>) -> Result<Sta
             names,
             ..
         } => Statement::DropTable(ddl::drop_table(&names, if_exists)?),
+        ast::Statement::Drop {
+            object_type: ObjectType::Role | ObjectType::User,
+            if_exists,
+            names,
+            ..
+        } => Statement::Role(grants::drop_role(&names, if_exists)?),
         ast::Statement::Drop {
             object_type: ObjectType::Index,
             if_exists,
@@ -361,6 +379,7 @@ mod tests {
             Statement::Truncate(_) => "truncate",
             Statement::Setting(_) => "setting",
             Statement::Transaction(_) => "transaction",
+            Statement::Role(_) => "role",
         })
         .collect();
         assert_eq!(

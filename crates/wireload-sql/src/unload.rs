@@ -110,10 +110,12 @@ pub(crate) enum BinaryFormat {
     Parquet,
 }
 
-/// Reads an Arrow or Parquet file on the current rayon pool and appends it to `table`.
+/// Reads an Arrow or Parquet file on the current rayon pool and appends it to `table`
+/// (`shown` names it in the report).
 pub(crate) fn load_binary(
     table: &Table,
     path: &Path,
+    shown: &str,
     format: BinaryFormat,
     ctl: &LoadControl,
 ) -> Result<LoadReport, SqlError> {
@@ -123,17 +125,11 @@ pub(crate) fn load_binary(
         BinaryFormat::Parquet => wireload_unload::parquet::read_parquet_file(path),
     };
     let (_, batches, report) = read?;
-    let mut loaded = wireload_load::append_batches(
-        table,
-        &path.display().to_string(),
-        report.bytes,
-        batches,
-        ctl,
-    )
-    .map_err(|error| SqlError::Load {
-        table: table.name().to_string(),
-        error,
-    })?;
+    let mut loaded = wireload_load::append_batches(table, shown, report.bytes, batches, ctl)
+        .map_err(|error| SqlError::Load {
+            table: table.name().to_string(),
+            error,
+        })?;
     loaded.seconds = started.elapsed().as_secs_f64();
     Ok(loaded)
 }

@@ -142,6 +142,16 @@ pub struct ServeArgs {
     /// Connections at once per protocol (default 100).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// A directory whose files network clients with the privilege (superuser or
+    /// pg_read_server_files) may read: COPY FROM a file, files in FROM, IMPORT DATABASE.
+    /// Repeatable; none by default, so clients read no server file.
+    #[arg(long, value_name = "DIR")]
+    pub allow_read: Vec<PathBuf>,
+    /// A directory in which network clients with the privilege (superuser or
+    /// pg_write_server_files) may write: COPY TO a file, EXPORT DATABASE. Repeatable;
+    /// none by default, so clients write no server file.
+    #[arg(long, value_name = "DIR")]
+    pub allow_write: Vec<PathBuf>,
     /// Nice value of the threads that load and write (loads, pushes, merges, DML, and the
     /// Flight port's threads, which also answer Arrow Flight SQL queries): 1 to 19 lets
     /// PostgreSQL-protocol queries take the CPU first while a load runs (default 0).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use wireload_server::{ServeConfig, TlsFiles, Users};
-use wireload_sql::{Database, DbConfig, StatementOutput};
+use wireload_sql::{Database, DbConfig, FileGate, StatementOutput};
 
 use crate::cli::ServeArgs;
 
@@ -43,6 +43,8 @@ fn config(args: &ServeArgs) -> Result<ServeConfig> {
     if let Some(n) = args.max_connections {
         config.limits.max_connections = n;
     }
+    config.allow_read.extend(args.allow_read.iter().cloned());
+    config.allow_write.extend(args.allow_write.iter().cloned());
     if let Some((user, password)) = Users::from_env().map_err(anyhow::Error::msg)? {
         config.users.add(user, password);
     }
@@ -104,7 +106,7 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
 }
 
 async fn serve(
-    config: ServeConfig,
+    mut config: ServeConfig,
     threads: Option<usize>,
     flight_rt: tokio::runtime::Handle,
 ) -> Result<()> {
@@ -129,7 +131,19 @@ async fn serve(
             }
         }
     }
-    let users = Arc::new(config.users.clone());
+    // the users named at start become superuser roles; only their SCRAM verifiers stay
+    for name in config.users.names() {
+        db.roles().add_superuser(name, config.users.password(name));
+    }
+    let names: Vec<String> = config.users.names().into_iter().map(String::from).collect();
+    let users = Arc::new(Users::new());
+    config.users = Users::new();
+    // the init script ran with the rights of the user who started the server; clients
+    // reach only the directories allowed here
+    let files = Arc::new(
+        FileGate::new(&config.allow_read, &config.allow_write)
+            .context("--allow-read / --allow-write")?,
+    );
     let pg_listener = bind(config.listen, "PostgreSQL clients").await?;
     // the addresses bound, so a port 0 in the configuration reads as the port it got
     let pg_addr = pg_listener
@@ -161,12 +175,14 @@ async fn serve(
             trust_local: config.trust_local,
             tls: config.tls.clone(),
             limits: config.limits.clone(),
+            files: Arc::clone(&files),
         },
         signal(stopped.clone()),
     ));
     let flight = flight_listener.map(|listener| {
         let db = Arc::clone(&db);
         let users = Arc::clone(&users);
+        let files = Arc::clone(&files);
         let (tls, limits, trust_local) = (
             config.tls.clone(),
             config.limits.clone(),
@@ -184,6 +200,7 @@ async fn serve(
                     trust_local,
                     tls,
                     limits,
+                    files,
                 },
                 shutdown,
             )
@@ -194,9 +211,11 @@ async fn serve(
     tracing::info!(
         postgres = %pg_addr,
         flight = %flight_addr.map_or("off".to_string(), |a| a.to_string()),
-        users = ?users.names(),
+        users = ?names,
         trust_local = config.trust_local,
         tls = config.tls.is_some(),
+        allow_read = ?files.readable(),
+        allow_write = ?files.writable(),
         threads = db.threads(),
         "wireload serve is ready"
     );

@@ -501,6 +501,10 @@ pub(crate) struct Relation {
     pub index: Option<IndexInfo>,
     /// A table with indexes.
     pub has_index: bool,
+    /// The owner's oid.
+    pub owner: i64,
+    /// The access list (`{grantee=privileges/owner,...}`), when anything was granted.
+    pub acl: Option<String>,
 }
 
 impl Relation {
@@ -537,6 +541,40 @@ pub(crate) struct Objects {
     pub namespaces: Vec<(i64, String)>,
     pub relations: Vec<Relation>,
     pub constraints: Vec<Constraint>,
+    /// The roles, with their oids (the catalog's owner first).
+    pub roles: Vec<(i64, wireload_sql::Role)>,
+}
+
+impl Objects {
+    /// The oid of role `name` (the catalog owner's for a name that is no role).
+    pub fn role_oid(&self, name: &str) -> i64 {
+        self.roles
+            .iter()
+            .find(|(_, r)| r.name == name)
+            .map_or(OWNER_OID, |(oid, _)| *oid)
+    }
+}
+
+/// The oid of each role: PostgreSQL's for the built-in roles, one after another from
+/// 16384 for the others in name order.
+fn role_oids(roles: Vec<wireload_sql::Role>) -> Vec<(i64, wireload_sql::Role)> {
+    let mut next = 16384;
+    roles
+        .into_iter()
+        .map(|r| {
+            let oid = match r.name.as_str() {
+                "pg_read_all_data" => 6181,
+                "pg_write_all_data" => 6182,
+                "pg_read_server_files" => 4569,
+                "pg_write_server_files" => 4570,
+                _ => {
+                    next += 1;
+                    next - 1
+                }
+            };
+            (oid, r)
+        })
+        .collect()
 }
 
 /// What the pg_catalog tables and functions read: wireload's catalog and the session's
@@ -545,12 +583,31 @@ pub(crate) struct Objects {
 pub(crate) struct Context {
     storage: Arc<Catalog>,
     catalog: Weak<dyn CatalogProvider>,
+    roles: Arc<wireload_sql::Roles>,
 }
 
 impl Context {
-    /// The context over `storage` and the session's catalog `catalog`.
-    pub fn new(storage: Arc<Catalog>, catalog: Weak<dyn CatalogProvider>) -> Self {
-        Context { storage, catalog }
+    /// The context over `storage`, the session's catalog `catalog` and the database's
+    /// `roles`.
+    pub fn new(
+        storage: Arc<Catalog>,
+        catalog: Weak<dyn CatalogProvider>,
+        roles: Arc<wireload_sql::Roles>,
+    ) -> Self {
+        Context {
+            storage,
+            catalog,
+            roles,
+        }
+    }
+
+    /// The owner's oid and the access list of relation `name`.
+    pub fn access(&self, objects: &Objects, name: &str) -> (i64, Option<String>) {
+        let owner = self
+            .roles
+            .owner(name)
+            .map_or(OWNER_OID, |o| objects.role_oid(&o));
+        (owner, self.roles.access_list(name))
     }
 
     /// The catalog as it is now.
@@ -565,6 +622,7 @@ impl Context {
                 (PUBLIC_OID, "public".into()),
                 (INFORMATION_SCHEMA_OID, "information_schema".into()),
             ],
+            roles: role_oids(self.roles.all()),
             ..Objects::default()
         };
         let mut schemas = catalog.schema_names();
@@ -604,7 +662,21 @@ impl Context {
                     bytes: None,
                     index: None,
                     has_index: false,
+                    owner: OWNER_OID,
+                    acl: None,
                 });
+            }
+        }
+        let access: Vec<_> = out
+            .relations
+            .iter()
+            .map(|r| {
+                (r.namespace == wireload_sql::DEFAULT_SCHEMA).then(|| self.access(&out, &r.name))
+            })
+            .collect();
+        for (r, access) in out.relations.iter_mut().zip(access) {
+            if let Some((owner, acl)) = access {
+                (r.owner, r.acl) = (owner, acl);
             }
         }
         Ok(out)
@@ -684,6 +756,8 @@ fn add_table(out: &mut Objects, schema: &str, nsp: i64, table: &Arc<Table>) {
         bytes: Some(bytes),
         index: None,
         has_index: !indexes.is_empty(),
+        owner: OWNER_OID,
+        acl: None,
     });
     for (ix, bytes) in indexes {
         let index_oid = object_oid("i", schema, &ix.name);
@@ -737,6 +811,8 @@ fn add_table(out: &mut Objects, schema: &str, nsp: i64, table: &Arc<Table>) {
                 bytes,
             }),
             has_index: false,
+            owner: OWNER_OID,
+            acl: None,
         });
     }
 }

@@ -440,7 +440,7 @@ const SPECS: &[Spec] = &[
             ("admin_option", Bool),
         ],
         view: false,
-        rows: None,
+        rows: Some(auth_member_rows),
     },
     Spec {
         name: "pg_inherits",
@@ -676,7 +676,7 @@ fn class_rows(objects: &Objects) -> Rows {
                 o(r.namespace_oid),
                 o(0),
                 o(0),
-                o(OWNER_OID),
+                o(r.owner),
                 o(r.am()),
                 o(if r.kind == "v" { 0 } else { r.oid }),
                 o(0),
@@ -701,7 +701,7 @@ fn class_rows(objects: &Objects) -> Rows {
                 o(0),
                 ScalarValue::Int64(Some(0)),
                 ScalarValue::Int64(Some(0)),
-                NULL,
+                r.acl.as_ref().map_or(NULL, t),
                 NULL,
                 NULL,
             ]
@@ -903,8 +903,8 @@ fn database_rows(_: &Objects) -> Rows {
     ]]
 }
 
-fn role_rows(_: &Objects) -> Rows {
-    vec![vec![
+fn role_rows(objects: &Objects) -> Rows {
+    let owner = vec![
         t(objects::CATALOG_OWNER),
         b(true),
         b(true),
@@ -918,21 +918,65 @@ fn role_rows(_: &Objects) -> Rows {
         b(true),
         NULL,
         o(OWNER_OID),
-    ]]
+    ];
+    let roles = objects.roles.iter().map(|(oid, r)| {
+        vec![
+            t(&r.name),
+            b(r.superuser),
+            b(true),
+            b(r.create_role || r.superuser),
+            b(r.create || r.superuser),
+            b(r.login),
+            b(false),
+            i32v(
+                r.connection_limit
+                    .map_or(-1, |n| i32::try_from(n).unwrap_or(i32::MAX)),
+            ),
+            r.verifier.as_ref().map_or(NULL, |_| t("********")),
+            NULL,
+            b(r.superuser),
+            NULL,
+            o(*oid),
+        ]
+    });
+    std::iter::once(owner).chain(roles).collect()
 }
 
-fn user_rows(_: &Objects) -> Rows {
-    vec![vec![
-        t(objects::CATALOG_OWNER),
-        o(OWNER_OID),
-        b(true),
-        b(true),
-        b(false),
-        b(true),
-        t("********"),
-        NULL,
-        NULL,
-    ]]
+fn user_rows(objects: &Objects) -> Rows {
+    role_rows(objects)
+        .into_iter()
+        .filter(|row| row[5] == b(true))
+        .map(|row| {
+            vec![
+                row[0].clone(),
+                row[12].clone(),
+                row[4].clone(),
+                row[1].clone(),
+                b(false),
+                row[10].clone(),
+                row[8].clone(),
+                NULL,
+                NULL,
+            ]
+        })
+        .collect()
+}
+
+fn auth_member_rows(objects: &Objects) -> Rows {
+    let mut rows = Vec::new();
+    for (member, role) in &objects.roles {
+        for of in &role.member_of {
+            let role_oid = objects.role_oid(of);
+            rows.push(vec![
+                o(role_oid * 100_000 + member),
+                o(role_oid),
+                o(*member),
+                o(OWNER_OID),
+                b(false),
+            ]);
+        }
+    }
+    rows
 }
 
 /// (name, setting, vartype, short description)

@@ -40,6 +40,7 @@ impl TestServer {
             trust_local: false,
             tls: None,
             limits: Limits::default(),
+            files: Default::default(),
         };
         change(&mut settings);
         let rt = tokio::runtime::Builder::new_multi_thread()
