@@ -54,7 +54,10 @@ impl PyDatabase {
             .enable_all()
             .build()
             .map_err(|e| InternalError::new_err(format!("cannot start a runtime: {e}")))?;
-        let db = Database::new(DbConfig { threads });
+        let db = Database::new(DbConfig {
+            threads,
+            ..Default::default()
+        });
         Ok(PyDatabase {
             open: Mutex::new(Some(Arc::new(Open { db, runtime }))),
         })

@@ -74,7 +74,10 @@ impl Server {
             .enable_all()
             .build()
             .unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(2) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(2),
+            ..Default::default()
+        }));
         if !setup.is_empty() {
             rt.block_on(db.execute(setup, &LoadControl::default()))
                 .expect("setup SQL");
@@ -568,7 +571,10 @@ fn trust_local_admits_loopback_clients_only() {
     let rt = Runtime::new().unwrap();
     let refused = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(1) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(1),
+            ..Default::default()
+        }));
         let options = Options {
             users: false,
             ..Options::default()
@@ -652,7 +658,10 @@ fn tls_with_certificate_files() {
     let rt = Runtime::new().unwrap();
     let refused = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(1) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(1),
+            ..Default::default()
+        }));
         let options = Options {
             tls: Some(TlsFiles {
                 cert: files.cert.clone(),
@@ -665,7 +674,10 @@ fn tls_with_certificate_files() {
     assert!(matches!(refused, Err(FlightError::Tls(_))), "{refused:?}");
     let missing = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(1) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(1),
+            ..Default::default()
+        }));
         let options = Options {
             tls: Some(TlsFiles {
                 cert: dir.path().join("none.pem"),

@@ -51,7 +51,10 @@ impl Server {
             .enable_all()
             .build()
             .unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(2) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(2),
+            ..Default::default()
+        }));
         rt.block_on(db.execute(setup, &LoadControl::default()))
             .expect("setup SQL");
         let listener = rt

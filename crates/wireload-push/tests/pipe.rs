@@ -30,7 +30,10 @@ impl Server {
             limits: Limits::default(),
             files: Default::default(),
         };
-        let db = Arc::new(Database::new(DbConfig { threads: Some(2) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(2),
+            ..Default::default()
+        }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -13,7 +13,7 @@
 //! let columns = vec![ColumnDef { name: "id".into(), ty: SqlType::Integer, nullable: false }];
 //! let def = TableDef::new("t", TableSchema { columns }, Partitioning::Single).unwrap();
 //! catalog.create_table(def, false).unwrap();
-//! let (ctx, _) = wireload_query::new_session(catalog, 2);
+//! let (ctx, _) = wireload_query::new_session(catalog, 2, wireload_query::runtime(None));
 //! let batches = ctx.sql("SELECT count(*) FROM t").await.unwrap().collect().await.unwrap();
 //! assert_eq!(batches[0].num_rows(), 1);
 //! # });
@@ -31,5 +31,5 @@ mod system;
 pub use order::{KeepInsertionOrder, ORDER_BUFFER_BYTES, OrderedCoalesceExec};
 pub use provider::{CatalogSchema, SnapshotTable};
 pub use scan::SnapshotScanExec;
-pub use session::{DEFAULT_CATALOG, DEFAULT_SCHEMA, new_session, new_sibling_session};
+pub use session::{DEFAULT_CATALOG, DEFAULT_SCHEMA, new_session, new_sibling_session, runtime};
 pub use system::{SystemTable, SystemView};

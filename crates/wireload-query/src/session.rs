@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use datafusion::common::config::Dialect as SqlDialect;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use wireload_storage::Catalog;
 
@@ -19,9 +21,29 @@ pub const DEFAULT_SCHEMA: &str = "public";
 /// other providers DataFusion registers beside them), queries planned for `threads`
 /// partitions, PostgreSQL's SQL dialect, and insertion order kept where no ORDER BY says
 /// otherwise. Returns the session and the schema provider that holds the tables.
-pub fn new_session(catalog: Arc<Catalog>, threads: usize) -> (SessionContext, Arc<CatalogSchema>) {
+/// Its queries take memory from `runtime`'s pool ([`runtime`]).
+pub fn new_session(
+    catalog: Arc<Catalog>,
+    threads: usize,
+    runtime: Arc<RuntimeEnv>,
+) -> (SessionContext, Arc<CatalogSchema>) {
     let schema = Arc::new(CatalogSchema::new(catalog));
-    (session_over(Arc::clone(&schema), threads), schema)
+    (session_over(Arc::clone(&schema), threads, runtime), schema)
+}
+
+/// The runtime the sessions of one database share: with `memory_limit`, their queries'
+/// sorts, aggregations and joins take memory from one pool of that many bytes, each
+/// spilling to the system's temporary directory past its fair share, and a query that
+/// cannot spill fails alone when the pool is spent; without it, no limit.
+pub fn runtime(memory_limit: Option<usize>) -> Arc<RuntimeEnv> {
+    let builder = RuntimeEnvBuilder::new();
+    let builder = match memory_limit {
+        Some(bytes) => builder.with_memory_pool(Arc::new(FairSpillPool::new(bytes))),
+        None => builder,
+    };
+    builder
+        .build_arc()
+        .expect("a runtime with the default disk manager builds")
 }
 
 /// Another session over the tables and views of `schema` (its own settings, and its own
@@ -29,12 +51,17 @@ pub fn new_session(catalog: Arc<Catalog>, threads: usize) -> (SessionContext, Ar
 pub fn new_sibling_session(
     schema: &CatalogSchema,
     threads: usize,
+    runtime: Arc<RuntimeEnv>,
 ) -> (SessionContext, Arc<CatalogSchema>) {
     let schema = Arc::new(schema.sibling());
-    (session_over(Arc::clone(&schema), threads), schema)
+    (session_over(Arc::clone(&schema), threads, runtime), schema)
 }
 
-fn session_over(schema: Arc<CatalogSchema>, threads: usize) -> SessionContext {
+fn session_over(
+    schema: Arc<CatalogSchema>,
+    threads: usize,
+    runtime: Arc<RuntimeEnv>,
+) -> SessionContext {
     let mut config = SessionConfig::new()
         .with_target_partitions(threads.max(1))
         .with_information_schema(true)
@@ -42,6 +69,7 @@ fn session_over(schema: Arc<CatalogSchema>, threads: usize) -> SessionContext {
     config.options_mut().sql_parser.dialect = SqlDialect::PostgreSQL;
     let state = SessionStateBuilder::new()
         .with_config(config)
+        .with_runtime_env(runtime)
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(KeepInsertionOrder))
         .build();

@@ -68,7 +68,10 @@ fn row(items: &[&str]) -> Vec<String> {
 }
 
 async fn database() -> Database {
-    let db = Database::new(DbConfig { threads: Some(2) });
+    let db = Database::new(DbConfig {
+        threads: Some(2),
+        ..Default::default()
+    });
     db.execute(
         "CREATE TABLE orders (o_orderkey INTEGER PRIMARY KEY, o_status CHAR(1) NOT NULL, \
          o_total DECIMAL(15,2), o_comment VARCHAR(25), o_date DATE, o_ts TIMESTAMP, o_note TEXT); \
@@ -839,4 +842,33 @@ async fn du_and_dx() {
         ])]
     );
     assert_eq!(rows(&db, LIST_EXTENSIONS).await, Rows::new());
+    // roles and their memberships come from the role registry
+    db.execute(
+        "CREATE ROLE readers; CREATE USER ann PASSWORD 'pw' CONNECTION LIMIT 2 IN ROLE readers",
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    db.execute("GRANT pg_read_server_files TO ann", &Default::default())
+        .await
+        .unwrap();
+    let roles = rows(&db, LIST_ROLES).await;
+    assert_eq!(
+        roles[0],
+        row(&[
+            "ann",
+            "false",
+            "true",
+            "false",
+            "false",
+            "true",
+            "2",
+            "NULL",
+            "{pg_read_server_files,readers}",
+            "false",
+            "false"
+        ]),
+        "{roles:?}"
+    );
+    assert_eq!(roles.len(), 3, "{roles:?}");
 }

@@ -871,17 +871,22 @@ fn parse_bool(option: &str, text: &str) -> Result<bool, SqlError> {
     }
 }
 
-/// A byte count: `65536`, `64KiB`, `4MB`, `1 MiB` (KB = 1000 bytes, KiB = 1024 bytes).
+/// A byte count in `option`: `65536`, `64KiB`, `4MB`, `1 MiB`.
 fn parse_size(option: &str, text: &str) -> Result<usize, SqlError> {
-    let err = || {
+    byte_count(text).ok_or_else(|| {
         invalid(&format!(
             "COPY {option} must be a positive byte count such as 1048576, '64KiB' or '4MB', got {text}"
         ))
-    };
+    })
+}
+
+/// A positive byte count: `65536`, `64KiB`, `4MB`, `1 MiB`, `8GB` (KB = 1000 bytes, KiB =
+/// 1024 bytes); None when the text is not one.
+pub fn byte_count(text: &str) -> Option<usize> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
-    let num: usize = num.parse().map_err(|_| err())?;
+    let num: usize = num.parse().ok()?;
     let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" => 1_000,
@@ -890,9 +895,11 @@ fn parse_size(option: &str, text: &str) -> Result<usize, SqlError> {
         "mib" => 1 << 20,
         "g" | "gb" => 1_000_000_000,
         "gib" => 1 << 30,
-        _ => return Err(err()),
+        "t" | "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        _ => return None,
     };
-    num.checked_mul(factor).filter(|&n| n > 0).ok_or_else(err)
+    num.checked_mul(factor).filter(|&n| n > 0)
 }
 
 /// The text of a value token, or None when the token cannot be a value.

@@ -425,12 +425,12 @@ fn query_state(e: &DataFusionError) -> SqlState {
                 SqlState::INVALID_TEXT_REPRESENTATION
             }
             ArrowError::ArithmeticOverflow(_) => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
-            ArrowError::MemoryError(_) => SqlState::INSUFFICIENT_RESOURCES,
+            ArrowError::MemoryError(_) => SqlState::OUT_OF_MEMORY,
             ArrowError::IoError(..) => SqlState::IO_ERROR,
             _ => SqlState::DATA_EXCEPTION,
         },
         DataFusionError::Execution(_) => SqlState::DATA_EXCEPTION,
-        DataFusionError::ResourcesExhausted(_) => SqlState::INSUFFICIENT_RESOURCES,
+        DataFusionError::ResourcesExhausted(_) => SqlState::OUT_OF_MEMORY,
         DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => SqlState::IO_ERROR,
         DataFusionError::Context(_, inner) => query_state(inner),
         DataFusionError::Diagnostic(_, inner) => query_state(inner),

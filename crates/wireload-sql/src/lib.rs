@@ -9,7 +9,7 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use wireload_load::LoadControl;
 //! use wireload_sql::{Database, DbConfig, StatementOutput};
-//! let db = Database::new(DbConfig { threads: Some(2) });
+//! let db = Database::new(DbConfig { threads: Some(2), ..Default::default() });
 //! let out = db
 //!     .execute("CREATE TABLE t (id INT); SELECT count(*) AS n FROM t", &LoadControl::default())
 //!     .await
@@ -64,7 +64,8 @@ use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVe
 use wireload_unload::export::Export as ExportFiles;
 
 pub use copy::{
-    CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat, ReadSpec, read_spec,
+    CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat, ReadSpec,
+    byte_count, read_spec,
 };
 /// Parameter values of prepared statements ([`Database::execute_prepared`]).
 pub use datafusion::common::ScalarValue;
@@ -82,7 +83,7 @@ pub use roles::{
     Actor, LoginRefused, Privilege, Role, RoleOptions, RoleStatement, Roles, SCRAM_ITERATIONS,
     ScramVerifier,
 };
-pub use settings::{Setting, SettingStatement, Settings};
+pub use settings::{Setting, SettingStatement, Settings, time_span};
 pub use transaction::TxStatement;
 pub use wireload_query::{DEFAULT_CATALOG, DEFAULT_SCHEMA, SnapshotScanExec, SnapshotTable};
 pub use wireload_types::sql::{ColumnsError, parse_columns, sql_type};
@@ -210,6 +211,13 @@ impl PreparedStatement {
 pub struct DbConfig {
     /// Worker threads for loads and queries; `None`: all cores.
     pub threads: Option<usize>,
+    /// Bytes the queries of all sessions may hold at once in sorts, aggregations and joins
+    /// (past their share they spill to the temporary directory, or fail alone with
+    /// 53200); `None`: no limit.
+    pub memory_limit: Option<usize>,
+    /// The `statement_timeout` of network clients' sessions until they set their own (and
+    /// after `RESET`); local sessions start without one.
+    pub client_statement_timeout: Option<Duration>,
 }
 
 /// An in-memory database: a catalog and a SQL session over it ([`Database::new_session`] opens
@@ -220,6 +228,12 @@ pub struct Database {
     ctx: SessionContext,
     threads: usize,
     settings: Mutex<Settings>,
+    /// The settings a session starts with (and `RESET` returns to).
+    defaults: Settings,
+    /// The settings a network client's session starts with.
+    client_defaults: Settings,
+    /// The memory pool and temporary files of every session's queries.
+    runtime: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     tx: Mutex<Option<transaction::Transaction>>,
     /// Statements prepared by name (SQL `PREPARE`) that run straight on a unique index.
     keyed: Mutex<HashMap<String, Arc<keyed::KeyAccess>>>,
@@ -274,13 +288,22 @@ impl Database {
             .filter(|&n| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let catalog = Arc::new(Catalog::default());
-        let (ctx, schema) = wireload_query::new_session(Arc::clone(&catalog), threads);
+        let runtime = wireload_query::runtime(config.memory_limit);
+        let (ctx, schema) =
+            wireload_query::new_session(Arc::clone(&catalog), threads, Arc::clone(&runtime));
+        let client_defaults = Settings {
+            statement_timeout: config.client_statement_timeout,
+        };
+        let defaults = Settings::default();
         Database {
             catalog,
             schema,
             ctx,
             threads,
-            settings: Mutex::new(Settings::default()),
+            settings: Mutex::new(defaults.clone()),
+            defaults,
+            client_defaults,
+            runtime,
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
@@ -297,13 +320,20 @@ impl Database {
     /// Another session of this database: the same tables and views, its own settings and
     /// transaction.
     pub fn new_session(&self) -> Database {
-        let (ctx, schema) = wireload_query::new_sibling_session(&self.schema, self.threads);
+        let (ctx, schema) = wireload_query::new_sibling_session(
+            &self.schema,
+            self.threads,
+            Arc::clone(&self.runtime),
+        );
         Database {
             catalog: Arc::clone(&self.catalog),
             schema,
             ctx,
             threads: self.threads,
-            settings: Mutex::new(Settings::default()),
+            settings: Mutex::new(self.defaults.clone()),
+            defaults: self.defaults.clone(),
+            client_defaults: self.client_defaults.clone(),
+            runtime: Arc::clone(&self.runtime),
             tx: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
             key_accesses: Default::default(),
@@ -324,6 +354,8 @@ impl Database {
         let mut session = self.new_session();
         session.gate = gate;
         session.actor = Mutex::new(Actor::Role(String::new()));
+        session.defaults = self.client_defaults.clone();
+        session.settings = Mutex::new(self.client_defaults.clone());
         session
     }
 
@@ -1565,7 +1597,7 @@ impl Database {
                 StatementOutput::Done("SET".into())
             }
             SettingStatement::Reset(Setting::StatementTimeout) => {
-                settings.statement_timeout = None;
+                settings.statement_timeout = self.defaults.statement_timeout;
                 StatementOutput::Done("RESET".into())
             }
             SettingStatement::Show(setting) => {

@@ -123,6 +123,12 @@ fn duration(setting: Setting, value: &Expr) -> Result<Option<Duration>, SqlError
         } => return Err(invalid(setting, "a time span cannot be negative")),
         _ => return Err(invalid(setting, &format!("{value} is not a time span"))),
     };
+    time_span(&text).map_err(|why| invalid(setting, &why))
+}
+
+/// A `statement_timeout` value as text (`250`, `250ms`, `5s`, `1.5min`, `2h`, `1d`; no
+/// unit: milliseconds): the span, None for 0 (no limit), or why it is not one.
+pub fn time_span(text: &str) -> Result<Option<Duration>, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -130,26 +136,18 @@ fn duration(setting: Setting, value: &Expr) -> Result<Option<Duration>, SqlError
     let (number, unit) = (&text[..split], text[split..].trim());
     let number: f64 = number
         .parse()
-        .map_err(|_| invalid(setting, &format!("\"{text}\" is not a time span")))?;
+        .map_err(|_| format!("\"{text}\" is not a time span"))?;
     let ms_per = match unit {
         "" | "ms" => 1.0,
         "s" => 1e3,
         "min" => 60e3,
         "h" => 3600e3,
         "d" => 86400e3,
-        _ => {
-            return Err(invalid(
-                setting,
-                &format!("unit \"{unit}\" is not one of ms, s, min, h, d"),
-            ));
-        }
+        _ => return Err(format!("unit \"{unit}\" is not one of ms, s, min, h, d")),
     };
     let ms = (number * ms_per).round();
     if !(0.0..=i32::MAX as f64).contains(&ms) {
-        return Err(invalid(
-            setting,
-            &format!("{text} is out of range (0 to {} ms)", i32::MAX),
-        ));
+        return Err(format!("{text} is out of range (0 to {} ms)", i32::MAX));
     }
     Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
 }

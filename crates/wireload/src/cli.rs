@@ -152,6 +152,15 @@ pub struct ServeArgs {
     /// none by default, so clients write no server file.
     #[arg(long, value_name = "DIR")]
     pub allow_write: Vec<PathBuf>,
+    /// Bytes the queries of all clients may hold at once in sorts, aggregations and joins
+    /// (`8GB`, `512MiB`): past their share they spill to the temporary directory, or fail
+    /// alone (SQLSTATE 53200) while the others go on. Default: half the machine's memory.
+    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
+    pub memory_limit: Option<usize>,
+    /// The statement_timeout a client's session starts with (`30s`, `5min`, `250ms`; 0:
+    /// none, the default); a client may SET its own.
+    #[arg(long, value_name = "SPAN", value_parser = time_span)]
+    pub statement_timeout: Option<std::time::Duration>,
     /// Nice value of the threads that load and write (loads, pushes, merges, DML, and the
     /// Flight port's threads, which also answer Arrow Flight SQL queries): 1 to 19 lets
     /// PostgreSQL-protocol queries take the CPU first while a load runs (default 0).
@@ -604,4 +613,15 @@ mod tests {
             matches!(cli.command, Some(Command::Demo(DemoArgs { sf, keep: None })) if sf == 1.0)
         );
     }
+}
+
+/// `--memory-limit`'s value.
+fn memory_size(text: &str) -> Result<usize, String> {
+    wireload_sql::byte_count(text)
+        .ok_or_else(|| format!("{text:?} is not a byte count such as 8GB, 512MiB or 1073741824"))
+}
+
+/// `--statement-timeout`'s value (0: none).
+fn time_span(text: &str) -> Result<std::time::Duration, String> {
+    wireload_sql::time_span(text).map(Option::unwrap_or_default)
 }

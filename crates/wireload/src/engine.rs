@@ -44,7 +44,10 @@ impl Engine {
             builder.worker_threads(n);
         }
         let runtime = builder.build().context("cannot start the query runtime")?;
-        let db = Database::new(DbConfig { threads });
+        let db = Database::new(DbConfig {
+            threads,
+            ..Default::default()
+        });
         Ok(Engine {
             db,
             runtime,

@@ -370,7 +370,10 @@ pub fn online(args: &BenchOnlineArgs, threads: Option<usize>) -> Result<()> {
     if args.accounts == 0 {
         bail!("--accounts must be at least 1");
     }
-    let db = Database::new(DbConfig { threads });
+    let db = Database::new(DbConfig {
+        threads,
+        ..Default::default()
+    });
     let rt = runtime()?;
     run(
         &rt,

@@ -102,18 +102,29 @@ pub fn run(args: &ServeArgs, threads: Option<usize>) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the Flight runtime")?;
-    rt.block_on(serve(config, threads, flight_rt.handle().clone()))
+    rt.block_on(serve(
+        config,
+        threads,
+        (args.memory_limit, args.statement_timeout),
+        flight_rt.handle().clone(),
+    ))
 }
 
 async fn serve(
     mut config: ServeConfig,
     threads: Option<usize>,
+    (memory_limit, statement_timeout): (Option<usize>, Option<std::time::Duration>),
     flight_rt: tokio::runtime::Handle,
 ) -> Result<()> {
     if config.users.is_empty() && !config.trust_local {
         bail!("{}", wireload_server::ServerError::NoUsers);
     }
-    let db = Arc::new(Database::new(DbConfig { threads }));
+    let memory_limit = memory_limit.unwrap_or_else(half_the_memory);
+    let db = Arc::new(Database::new(DbConfig {
+        threads,
+        memory_limit: Some(memory_limit),
+        client_statement_timeout: statement_timeout.filter(|d| !d.is_zero()),
+    }));
     if let Some(init) = &config.init {
         let sql = std::fs::read_to_string(init)
             .with_context(|| format!("cannot read the init script {}", init.display()))?;
@@ -217,6 +228,8 @@ async fn serve(
         allow_read = ?files.readable(),
         allow_write = ?files.writable(),
         threads = db.threads(),
+        memory_limit,
+        statement_timeout = ?statement_timeout,
         "wireload serve is ready"
     );
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -232,4 +245,16 @@ async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Half the machine's memory (`MemTotal` of `/proc/meminfo`); 4 GiB where it is unknown.
+fn half_the_memory() -> usize {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+            let kb: usize = line.split_whitespace().next()?.parse().ok()?;
+            kb.checked_mul(1024)
+        });
+    total.map_or(4 << 30, |bytes| bytes / 2)
 }

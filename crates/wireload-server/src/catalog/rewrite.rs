@@ -16,6 +16,8 @@
 //!   many NULL columns without FROM, and such a scalar subquery NULL, `ARRAY(...)` `'{}'`,
 //!   EXISTS false, IN false (those selects use what DataFusion cannot plan: `array(subquery)`, `= any(...)`,
 //!   correlated `generate_series`);
+//! - `ARRAY(subquery)` of one column over catalog tables becomes a scalar subquery of the
+//!   array's text form (`concat('{', string_agg(x::text, ','), '}')`);
 //! - a scalar subquery over catalog tables that is not aggregated gets `max(...)` around its
 //!   value (DataFusion plans correlated scalar subqueries only when they are aggregated).
 
@@ -848,6 +850,39 @@ impl VisitorMut for Rewriter {
                     .is_some_and(|s| self.select_is_empty(s)) =>
             {
                 *expr = Expr::Value(Value::SingleQuotedString("{}".into()).into());
+            }
+            // ARRAY(subquery) of one column over catalog tables: the array's text form,
+            // aggregated (`'{a,b}'`, `'{}'` of no rows) by a scalar subquery DataFusion plans
+            Expr::Function(Function {
+                name,
+                args: FunctionArguments::Subquery(subquery),
+                ..
+            }) if parts(name) == ["array"]
+                && self.plain_select(subquery).is_some_and(|s| {
+                    self.reads_only_catalog(s)
+                        && s.projection.len() == 1
+                        && !has_aggregate(&s.projection)
+                }) =>
+            {
+                let mut query = subquery.as_ref().clone();
+                query.order_by = None;
+                if let SetExpr::Select(select) = query.body.as_mut()
+                    && let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } =
+                        &mut select.projection[0]
+                {
+                    let value = std::mem::replace(e, Expr::Value(Value::Null.into()));
+                    let text = Expr::Cast {
+                        kind: CastKind::Cast,
+                        expr: Box::new(value),
+                        data_type: DataType::Text,
+                        array: false,
+                        format: None,
+                    };
+                    let quote = |s: &str| Expr::Value(Value::SingleQuotedString(s.into()).into());
+                    let items = call("string_agg", vec![text, quote(",")]);
+                    *e = call("concat", vec![quote("{"), items, quote("}")]);
+                }
+                *expr = Expr::Subquery(Box::new(query));
             }
             Expr::Exists { subquery, negated }
             | Expr::InSubquery {

@@ -48,7 +48,10 @@ impl TestServer {
             .enable_all()
             .build()
             .unwrap();
-        let db = Arc::new(Database::new(DbConfig { threads: Some(2) }));
+        let db = Arc::new(Database::new(DbConfig {
+            threads: Some(2),
+            ..Default::default()
+        }));
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();

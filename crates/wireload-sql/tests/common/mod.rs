@@ -14,6 +14,7 @@ pub type Row = Vec<Option<String>>;
 pub fn db(threads: usize) -> Database {
     Database::new(DbConfig {
         threads: Some(threads),
+        ..Default::default()
     })
 }
 
