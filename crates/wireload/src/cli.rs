@@ -515,6 +515,17 @@ pub struct GenTpchArgs {
     pub out: PathBuf,
 }
 
+/// `--memory-limit`'s value.
+fn memory_size(text: &str) -> Result<usize, String> {
+    wireload_sql::byte_count(text)
+        .ok_or_else(|| format!("{text:?} is not a byte count such as 8GB, 512MiB or 1073741824"))
+}
+
+/// `--statement-timeout`'s value (0: none).
+fn time_span(text: &str) -> Result<std::time::Duration, String> {
+    wireload_sql::time_span(text).map(Option::unwrap_or_default)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,15 +624,4 @@ mod tests {
             matches!(cli.command, Some(Command::Demo(DemoArgs { sf, keep: None })) if sf == 1.0)
         );
     }
-}
-
-/// `--memory-limit`'s value.
-fn memory_size(text: &str) -> Result<usize, String> {
-    wireload_sql::byte_count(text)
-        .ok_or_else(|| format!("{text:?} is not a byte count such as 8GB, 512MiB or 1073741824"))
-}
-
-/// `--statement-timeout`'s value (0: none).
-fn time_span(text: &str) -> Result<std::time::Duration, String> {
-    wireload_sql::time_span(text).map(Option::unwrap_or_default)
 }

@@ -33,6 +33,17 @@ impl TestServer {
 
     /// A server whose settings `change` adjusts.
     pub fn with(change: impl FnOnce(&mut PgSettings)) -> TestServer {
+        Self::with_db(
+            DbConfig {
+                threads: Some(2),
+                ..Default::default()
+            },
+            change,
+        )
+    }
+
+    /// A server over a database made with `config`, its settings adjusted by `change`.
+    pub fn with_db(config: DbConfig, change: impl FnOnce(&mut PgSettings)) -> TestServer {
         let mut users = Users::new();
         users.add(USER, PASSWORD);
         let mut settings = PgSettings {
@@ -48,10 +59,7 @@ impl TestServer {
             .enable_all()
             .build()
             .unwrap();
-        let db = Arc::new(Database::new(DbConfig {
-            threads: Some(2),
-            ..Default::default()
-        }));
+        let db = Arc::new(Database::new(config));
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
