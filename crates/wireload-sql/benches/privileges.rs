@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use wireload_load::{LoadControl, Source};
 use wireload_sql::{
-    Actor, Database, DbConfig, ScalarValue, Statement, StatementOutput, parse_script,
+    Actor, CopyFrom, Database, DbConfig, ScalarValue, Statement, StatementOutput, parse_script,
 };
 
 /// Rows of the table the point queries read.
@@ -43,6 +43,15 @@ fn csv(rows: i64) -> Arc<[u8]> {
     Arc::from(out.into_bytes())
 }
 
+/// `COPY table FROM STDIN WITH (FORMAT csv)`, parsed.
+fn copy_from_stdin(table: &str) -> CopyFrom {
+    let sql = format!("COPY {table} FROM STDIN WITH (FORMAT csv)");
+    match parse_script(&sql).unwrap().remove(0).statement {
+        Statement::CopyFrom(copy) => *copy,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn main() {
     let rounds = env_or("PRIV_BENCH_ROUNDS", 7);
     let points = env_or("PRIV_BENCH_POINTS", 200_000) as i64;
@@ -66,18 +75,13 @@ fn main() {
         )
         .await
         .unwrap();
-        let Statement::CopyFrom(copy) = parse_script("COPY accounts FROM STDIN WITH (FORMAT csv)")
-            .unwrap()
-            .remove(0)
-            .statement
-        else {
-            unreachable!()
-        };
         let source = Source::Bytes {
             name: "accounts".into(),
             data: csv(ROWS),
         };
-        db.copy_from_client(*copy, source, &ctl).await.unwrap();
+        db.copy_from_client(copy_from_stdin("accounts"), source, &ctl)
+            .await
+            .unwrap();
     });
     let local = db.new_session();
     let role = db.client_session(Arc::default());
@@ -122,20 +126,13 @@ fn main() {
                 }
                 text_secs[k].push(start.elapsed().as_secs_f64() / TEXT_POINTS as f64);
                 session.execute("TRUNCATE copied", &ctl).await.unwrap();
-                let Statement::CopyFrom(copy) =
-                    parse_script("COPY copied FROM STDIN WITH (FORMAT csv)")
-                        .unwrap()
-                        .remove(0)
-                        .statement
-                else {
-                    unreachable!()
-                };
+                let copy = copy_from_stdin("copied");
                 let source = Source::Bytes {
                     name: "STDIN".into(),
                     data: Arc::clone(&copy_data),
                 };
                 let start = Instant::now();
-                let report = session.copy_from_client(*copy, source, &ctl).await.unwrap();
+                let report = session.copy_from_client(copy, source, &ctl).await.unwrap();
                 copy_secs[k].push(start.elapsed().as_secs_f64());
                 assert_eq!(report.rows, COPY_ROWS as u64);
             }
