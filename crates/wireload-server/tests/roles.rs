@@ -51,6 +51,20 @@ fn setup() -> TestServer {
 }
 
 #[test]
+fn psql_lists_roles_and_privileges() {
+    let server = setup();
+    alice(&server, "CREATE ROLE readers; GRANT readers TO bob");
+    let du = ok(&server.psql(&["-c", "\\du"]));
+    assert!(du.contains("bob") && du.contains("{readers}"), "{du}");
+    assert!(
+        du.contains("readers") && du.contains("Cannot login"),
+        "{du}"
+    );
+    let dp = ok(&server.psql(&["-c", "\\dp"]));
+    assert!(dp.contains("bob=r/alice"), "{dp}");
+}
+
+#[test]
 fn a_role_without_select_cannot_read_a_table_by_any_route() {
     let server = setup();
     assert_eq!(bob(&server, "SELECT id FROM open").trim(), "7");

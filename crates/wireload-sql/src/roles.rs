@@ -465,12 +465,16 @@ impl Roles {
         self.read().owners.get(relation).cloned()
     }
 
-    /// `relation`'s access list as PostgreSQL's `relacl` writes it (`{grantee=arwdD/owner,...}`),
-    /// None when nothing was granted.
-    pub fn access_list(&self, relation: &str) -> Option<String> {
+    /// `relation`'s access list as PostgreSQL's `relacl` writes it (`{grantee=arwdD/owner,...}`,
+    /// `local_owner` naming the owner of what the process's user made), None when nothing
+    /// was granted.
+    pub fn access_list(&self, relation: &str, local_owner: &str) -> Option<String> {
         let state = self.read();
         let grants = state.grants.get(relation)?;
-        let owner = state.owners.get(relation).map_or("", String::as_str);
+        let owner = state
+            .owners
+            .get(relation)
+            .map_or(local_owner, String::as_str);
         let items: Vec<String> = grants
             .iter()
             .filter(|(_, bits)| **bits != 0)
@@ -994,7 +998,10 @@ mod tests {
             .grant(&ann, true, &[Privilege::Insert], &["t".into()], &[None])
             .unwrap();
         assert!(roles.check(&bob, "t", Privilege::Insert).is_ok());
-        assert_eq!(roles.access_list("t").unwrap(), "{=a/ann,readers=r/ann}");
+        assert_eq!(
+            roles.access_list("t", "wireload").unwrap(),
+            "{=a/ann,readers=r/ann}"
+        );
         roles
             .grant(
                 &ann,

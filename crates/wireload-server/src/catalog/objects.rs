@@ -607,7 +607,7 @@ impl Context {
             .roles
             .owner(name)
             .map_or(OWNER_OID, |o| objects.role_oid(&o));
-        (owner, self.roles.access_list(name))
+        (owner, self.roles.access_list(name, CATALOG_OWNER))
     }
 
     /// The catalog as it is now.
