@@ -28,9 +28,12 @@ fn a_default_server_opens_no_file_for_a_client() {
     let dir = tempfile::tempdir().unwrap();
     let written = dir.path().join("written");
     let statements = [
-        ("SELECT * FROM '/etc/passwd'".to_string(), "FROM"),
-        ("SELECT * FROM read_csv('/etc/passwd')".into(), "FROM"),
-        ("SELECT * FROM '/etc/*'".into(), "FROM"),
+        ("SELECT * FROM '/etc/passwd'".to_string(), "a file in FROM"),
+        (
+            "SELECT * FROM read_csv('/etc/passwd')".into(),
+            "a file in FROM",
+        ),
+        ("SELECT * FROM '/etc/*'".into(), "a file in FROM"),
         (
             "COPY t FROM '/etc/passwd' WITH (FORMAT csv, DELIMITER E'\\x01')".into(),
             "COPY FROM",

@@ -293,7 +293,7 @@ fn value_text(e: &Expr) -> Option<String> {
 /// The sources of `paths` (glob patterns expanded, in order), read with the rights of the
 /// process's user.
 pub fn sources_of(paths: &[String]) -> Result<Vec<Source>, SqlError> {
-    crate::FileAccess::Local.sources(paths, crate::gate::Use::Read("FROM"))
+    crate::FileAccess::Local.sources(paths, crate::gate::Use::Read("a file in FROM"))
 }
 
 /// Infers the dialect and columns of `source`, written in `encoding` (the dialect options

@@ -839,7 +839,8 @@ impl Database {
                     let access = self.file_access();
                     let found = self
                         .run_blocking(spec.options.threads, move || {
-                            let sources = access.sources(&paths, gate::Use::Read("FROM"))?;
+                            let sources =
+                                access.sources(&paths, gate::Use::Read("a file in FROM"))?;
                             files::infer(&name, &sources, &spec)
                         })
                         .await?;
