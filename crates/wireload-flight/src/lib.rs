@@ -121,9 +121,7 @@ pub async fn serve(
         files,
     } = settings;
     // the users named at start are superusers; their passwords are kept as verifiers
-    for name in users.names() {
-        db.roles().add_superuser(name, users.password(name));
-    }
+    users.make_superusers(db.roles());
     let roles = Arc::clone(db.roles());
     let service = service::FlightSqlServer::new(db, auth::Auth::new(roles, trust_local))
         .with_file_gate(files)

@@ -59,7 +59,7 @@ pub mod testing {
 }
 pub use error::{BadValue, KeySite, LoadError, Position};
 pub use indexing::key_text;
-pub use limits::default_memory_budget;
+pub use limits::{default_memory_budget, total_memory};
 pub use options::{
     FieldSource, Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, RowFilter,
     Schedule,

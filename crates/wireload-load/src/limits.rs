@@ -69,11 +69,20 @@ pub fn default_memory_budget() -> u64 {
         .map_or(u64::MAX, |bytes| bytes / 5 * 4)
 }
 
+/// The machine's memory (`MemTotal` of `/proc/meminfo`), in bytes; None where unknown.
+pub fn total_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_bytes(&info, "MemTotal:")
+}
+
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
 fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    meminfo_bytes(meminfo, "MemAvailable:")
+}
+
+/// The field `key` (`MemTotal:`) of a `/proc/meminfo` text, in bytes.
+fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
+    let line = meminfo.lines().find_map(|l| l.strip_prefix(key))?;
     let mut words = line.split_whitespace();
     let value: u64 = words.next()?.parse().ok()?;
     match words.next() {
@@ -114,6 +123,7 @@ mod tests {
         let info = "MemTotal:       16318412 kB\nMemFree:  1000 kB\nMemAvailable:   8000 kB\n";
         assert_eq!(mem_available(info), Some(8_192_000));
         assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
+        assert_eq!(meminfo_bytes(info, "MemTotal:"), Some(16318412 * 1024));
         assert!(default_memory_budget() > 0);
     }
 }

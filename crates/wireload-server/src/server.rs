@@ -219,10 +219,7 @@ impl Backends {
 impl Shared {
     fn new(db: Arc<Database>, settings: PgSettings, cert: Option<Vec<u8>>) -> Self {
         // the users named at start are superusers; their passwords are kept as verifiers
-        for name in settings.users.names() {
-            db.roles()
-                .add_superuser(name, settings.users.password(name));
-        }
+        settings.users.make_superusers(db.roles());
         Shared {
             db,
             settings,

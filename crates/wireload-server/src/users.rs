@@ -62,6 +62,14 @@ impl Users {
         names
     }
 
+    /// Makes each user a superuser role of `roles` that logs in with its password (kept
+    /// there as a SCRAM verifier).
+    pub fn make_superusers(&self, roles: &wireload_sql::Roles) {
+        for name in self.names() {
+            roles.add_superuser(name, self.password(name));
+        }
+    }
+
     /// True when there is no user.
     pub fn is_empty(&self) -> bool {
         self.passwords.is_empty()

@@ -67,7 +67,7 @@ impl Database {
             return Ok(());
         }
         let needs = needs(statement, &|name| self.relation_of(name));
-        self.require(&needs)
+        self.check_needs(&needs)
     }
 
     /// Checks that this session's role holds `privilege` on the table or view `relation`.
@@ -87,6 +87,11 @@ impl Database {
         if needs.is_empty() || self.acts_as_superuser() {
             return Ok(());
         }
+        self.check_needs(needs)
+    }
+
+    /// Checks `needs` against the role of a session that is no superuser's.
+    fn check_needs(&self, needs: &[Need]) -> Result<(), SqlError> {
         let actor = self.actor();
         for need in needs {
             match need {

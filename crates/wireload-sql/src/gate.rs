@@ -206,21 +206,29 @@ pub(crate) enum Kind {
 }
 
 impl FileAccess {
-    /// True for a network client's session.
-    pub fn is_client(&self) -> bool {
-        matches!(self, FileAccess::Client { .. })
+    /// For a client's session, the allowed directory `path` lies beneath (of those to read
+    /// or write in, as `use_` does) and the path relative to it; refused without the
+    /// privilege `use_` needs. None for a local session.
+    fn allowed(&self, path: &str, use_: Use) -> Result<Option<(&AllowedDir, PathBuf)>, SqlError> {
+        let FileAccess::Client { gate, read, write } = self else {
+            return Ok(None);
+        };
+        let (privileged, dirs, verb, flag) = match use_ {
+            Use::Read(_) => (*read, &gate.read, "read", "--allow-read"),
+            Use::Write(_) => (*write, &gate.write, "write", "--allow-write"),
+        };
+        if !privileged {
+            return Err(unprivileged(use_, path));
+        }
+        beneath(dirs, path, use_, verb, flag).map(Some)
     }
 
     /// The regular file (or, with `Kind::Directory`, the directory) at `path`, to read.
     pub(crate) fn read(&self, path: &str, use_: Use, kind: Kind) -> Result<Granted, SqlError> {
-        let FileAccess::Client { gate, read, .. } = self else {
+        let Some((dir, rest)) = self.allowed(path, use_)? else {
             return Ok(local(path));
         };
         let refuse = |why: String| denied(use_, path, why);
-        if !read {
-            return Err(unprivileged(use_, path));
-        }
-        let (dir, rest) = beneath(&gate.read, path, use_, "read", "--allow-read")?;
         let flags = match kind {
             Kind::File => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Kind::Directory => OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -257,14 +265,10 @@ impl FileAccess {
     /// The file or directory at `path`, to create or replace: its parent directory is
     /// held, the entry itself is made by the writer.
     pub(crate) fn write(&self, path: &str, use_: Use) -> Result<Granted, SqlError> {
-        let FileAccess::Client { gate, write, .. } = self else {
+        let Some((dir, rest)) = self.allowed(path, use_)? else {
             return Ok(local(path));
         };
         let refuse = |why: String| denied(use_, path, why);
-        if !write {
-            return Err(unprivileged(use_, path));
-        }
-        let (dir, rest) = beneath(&gate.write, path, use_, "write", "--allow-write")?;
         let (parent, entry) = match (rest.parent(), rest.components().next_back()) {
             (Some(parent), Some(Component::Normal(entry))) => {
                 (parent.to_path_buf(), entry.to_os_string())
@@ -304,14 +308,9 @@ impl FileAccess {
     pub(crate) fn sources(&self, patterns: &[String], use_: Use) -> Result<Vec<Source>, SqlError> {
         let mut out = Vec::new();
         for pattern in patterns {
-            if let FileAccess::Client { gate, read, .. } = self {
-                // nothing outside the allowed directories is listed, not even to expand
-                // a pattern (its error would tell which files exist there)
-                if !read {
-                    return Err(unprivileged(use_, pattern));
-                }
-                beneath(&gate.read, pattern, use_, "read", "--allow-read")?;
-            }
+            // nothing outside the allowed directories is listed, not even to expand a
+            // pattern (its error would tell which files exist there)
+            self.allowed(pattern, use_)?;
             let files = wireload_load::expand_paths(pattern).map_err(|error| SqlError::Load {
                 table: pattern.clone(),
                 error,

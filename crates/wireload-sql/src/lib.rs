@@ -517,9 +517,9 @@ impl Database {
         &self,
         statement: Statement,
     ) -> Result<PreparedStatement, SqlError> {
-        self.authorize(&statement)?;
         let needs: Arc<[authorize::Need]> =
             authorize::needs(&statement, &|name| self.relation_of(name)).into();
+        self.require(&needs)?;
         let (statement, returning, on_conflict) = match statement {
             Statement::Query(q) => (q, None, None),
             Statement::Write(w) => (w.statement, w.returning, w.on_conflict),

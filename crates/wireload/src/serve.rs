@@ -143,9 +143,7 @@ async fn serve(
         }
     }
     // the users named at start become superuser roles; only their SCRAM verifiers stay
-    for name in config.users.names() {
-        db.roles().add_superuser(name, config.users.password(name));
-    }
+    config.users.make_superusers(db.roles());
     let names: Vec<String> = config.users.names().into_iter().map(String::from).collect();
     let users = Arc::new(Users::new());
     config.users = Users::new();
@@ -247,14 +245,9 @@ async fn serve(
     Ok(())
 }
 
-/// Half the machine's memory (`MemTotal` of `/proc/meminfo`); 4 GiB where it is unknown.
+/// Half the machine's memory; 4 GiB where it is unknown.
 fn half_the_memory() -> usize {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|info| {
-            let line = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
-            let kb: usize = line.split_whitespace().next()?.parse().ok()?;
-            kb.checked_mul(1024)
-        });
-    total.map_or(4 << 30, |bytes| bytes / 2)
+    wireload_load::total_memory()
+        .and_then(|bytes| usize::try_from(bytes / 2).ok())
+        .unwrap_or(4 << 30)
 }
