@@ -33,7 +33,7 @@ import wireload
 
 from conftest import CONFORMANCE_DIR, sql_literal
 
-# Cases whose expectation contradicts one of wireload's documented choices (README, "Loading
+# Cases whose expectation contradicts one of wireload's documented choices (docs/loading.md, "Loading
 # semantics"): what each asserts instead.
 #   "pyarrow": the table equals pyarrow's, which makes the same choice;
 #   "no_rows": the load succeeds with no rows;
