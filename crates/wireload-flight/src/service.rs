@@ -38,8 +38,8 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 use wireload_load::LoadControl;
 use wireload_sql::{
-    Actor, DEFAULT_CATALOG, DEFAULT_SCHEMA, Database, FileGate, PreparedStatement, Privilege,
-    ScalarValue, StatementOutput, parse_script,
+    Actor, CountedMemory, DEFAULT_CATALOG, DEFAULT_SCHEMA, Database, FileGate, PreparedStatement,
+    Privilege, ScalarValue, StatementOutput, parse_script,
 };
 
 use crate::auth::{self, Auth, Credentials};
@@ -67,6 +67,8 @@ struct StoredResult {
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
     created: Instant,
+    /// its memory, counted in the server's memory budget while it waits
+    _counted: CountedMemory,
 }
 
 /// What a prepared statement runs.
@@ -269,6 +271,16 @@ impl FlightSqlServer {
                 "too many results wait to be fetched: fetch them (DoGet) first",
             ));
         }
+        let mut counted = self
+            .db
+            .count_memory("a Flight SQL result waiting for DoGet");
+        let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        if !counted.grow(bytes) {
+            return Err(Status::resource_exhausted(format!(
+                "the results waiting to be fetched would pass the server's memory budget \
+                 ({bytes} bytes more): fetch them (DoGet) first, or ask for fewer rows"
+            )));
+        }
         results.insert(
             handle.clone(),
             StoredResult {
@@ -276,6 +288,7 @@ impl FlightSqlServer {
                 schema,
                 batches,
                 created: now,
+                _counted: counted,
             },
         );
         Ok(handle)

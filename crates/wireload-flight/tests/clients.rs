@@ -33,6 +33,8 @@ struct Options {
     tls: Option<TlsFiles>,
     limits: Limits,
     bind: &'static str,
+    /// The server's memory budget (`--memory-limit`).
+    memory_limit: Option<usize>,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
             tls: None,
             limits: Limits::default(),
             bind: "127.0.0.1:0",
+            memory_limit: None,
         }
     }
 }
@@ -76,6 +79,7 @@ impl Server {
             .unwrap();
         let db = Arc::new(Database::new(DbConfig {
             threads: Some(2),
+            memory_limit: options.memory_limit,
             ..Default::default()
         }));
         if !setup.is_empty() {
@@ -757,6 +761,35 @@ print("OK")
         &[],
     );
     assert_eq!(server.count("big"), 2);
+    server.stop();
+}
+
+#[test]
+fn results_waiting_to_be_fetched_count_in_the_memory_budget() {
+    let server = Server::start(
+        "",
+        Options {
+            memory_limit: Some(16 << 20),
+            ..Options::default()
+        },
+    );
+    server.python(
+        r#"
+conn = connect()
+cur = conn.cursor()
+# a result is kept from GetFlightInfo to DoGet: 40 MB of it do not fit a 16 MiB budget
+expect_error(adbc_driver_manager.Error, "memory budget",
+    lambda: cur.execute("SELECT repeat('y', 200) AS s FROM generate_series(1, 200000)"))
+cur.execute("SELECT count(*) FROM generate_series(1, 200000)")
+assert cur.fetchone() == (200000,)
+# fetched results give their memory back
+for _ in range(5):
+    cur.execute("SELECT repeat('y', 200) AS s FROM generate_series(1, 20000)")
+    assert cur.fetch_arrow_table().num_rows == 20000
+print("OK")
+"#,
+        &[],
+    );
     server.stop();
 }
 

@@ -27,8 +27,8 @@ use pgwire::messages::data::DataRow;
 use tokio::sync::mpsc;
 use wireload_load::{BLOCK_BYTES, LoadControl, LoadReport, Source};
 use wireload_sql::{
-    Actor, CopyFrom, CopyPath, CopyTo, Database, InputFormat, PreparedStatement, SqlError,
-    Statement, StatementOutput, TxStatement, parse_script,
+    Actor, CopyFrom, CopyPath, CopyTo, Database, InputFormat, PreparedStatement, RowStream,
+    SqlError, Statement, StatementOutput, Streamed, TxStatement, parse_script,
 };
 
 use crate::copy::{ChannelWriter, CopyFeed, CopySender};
@@ -225,19 +225,68 @@ impl Connection {
     /// Runs `work` as the connection's current statement: a cancel request (or
     /// `pg_cancel_backend`) for this connection sets its `ctl`.
     async fn tracked<T>(&self, ctl: &LoadControl, work: impl Future<Output = T>) -> T {
+        let _running = self.running(ctl);
+        work.await
+    }
+
+    /// Records `ctl`'s statement as the connection's current one until the returned guard
+    /// drops (a cancel request for this connection sets `ctl`).
+    fn running(&self, ctl: &LoadControl) -> Running {
         self.shared.backends.start(self.pid(), ctl);
-        let out = work.await;
-        self.shared.backends.finish(self.pid());
-        out
+        Running {
+            shared: Arc::clone(&self.shared),
+            pid: self.pid(),
+        }
+    }
+
+    /// A query's response: its rows sent as they are computed when the statement is the
+    /// last of its query string (`last`), computed first otherwise, as the statements after
+    /// it run before its rows are sent (within the server's memory budget then).
+    async fn rows_of(
+        &self,
+        mut rows: RowStream,
+        formats: &Format,
+        running: Running,
+        last: bool,
+    ) -> PgWireResult<Response> {
+        let schema = Arc::clone(rows.schema());
+        if last {
+            rows.hold(Box::new(running));
+            let batches = rows.map(|b| b.map_err(|e| sql_error(&e)));
+            return Ok(rows_response(&schema, batches, formats, "SELECT"));
+        }
+        drop(running);
+        let mut counted = self.session.count_memory("a result awaiting its turn");
+        let mut batches = Vec::new();
+        while let Some(batch) = rows.next().await {
+            let batch = batch.map_err(|e| sql_error(&e))?;
+            if !counted.grow(batch.get_array_memory_size()) {
+                return Err(user_error(
+                    "53200",
+                    "the result of a statement before the last of its query string is larger \
+                     than the server's memory budget holds; send the statement alone to have its \
+                     rows streamed",
+                ));
+            }
+            batches.push(Ok(batch));
+        }
+        // the memory is counted until the rows are sent
+        let batches = stream::iter(batches).map(move |b| {
+            let _counted = &counted;
+            b
+        });
+        Ok(rows_response(&schema, batches, formats, "SELECT"))
     }
 
     /// Runs one statement and makes its response; `formats` are the result columns'
-    /// formats (text for the simple protocol).
+    /// formats (text for the simple protocol); `last`: the statement is the last of its
+    /// query string (its rows are streamed).
     async fn run<C>(
         &self,
         client: &mut C,
         statement: Statement,
         formats: &Format,
+        last: bool,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -267,9 +316,8 @@ impl Connection {
             _ => None,
         };
         let ctl = LoadControl::default();
-        let out = self
-            .tracked(&ctl, self.session.execute_statement(statement, &ctl))
-            .await;
+        let running = self.running(&ctl);
+        let out = self.session.execute_streamed(statement, &ctl).await;
         // what the statement noticed (columns re-planned wider, rejects not kept)
         for notice in self.session.take_notices() {
             let info = ErrorInfo::new("NOTICE".into(), "00000".into(), notice);
@@ -277,7 +325,11 @@ impl Connection {
                 .send(PgWireBackendMessage::NoticeResponse(info.into()))
                 .await?;
         }
-        let out = out.map_err(|e| sql_error(&e))?;
+        let out = match out.map_err(|e| sql_error(&e))? {
+            Streamed::Rows(rows) => return self.rows_of(rows, formats, running, last).await,
+            Streamed::Output(out) => out,
+        };
+        drop(running);
         Ok(match (tx, out) {
             (Some(TxStatement::Begin), StatementOutput::Done(tag)) => {
                 Response::TransactionStart(Tag::new(&tag))
@@ -362,9 +414,7 @@ impl Connection {
                 )
                 .map_err(|e| user_error("XX000", e.to_string()));
                 Some(
-                    batch.and_then(|b| {
-                        rows_response(&schema, vec![b], &Format::UnifiedText, "SHOW")
-                    }),
+                    batch.map(|b| batches_response(&schema, vec![b], &Format::UnifiedText, "SHOW")),
                 )
             }
             _ => None,
@@ -470,7 +520,7 @@ impl Connection {
 fn output_response(out: StatementOutput, formats: &Format) -> PgWireResult<Response> {
     Ok(match out {
         StatementOutput::Rows { schema, batches } => {
-            rows_response(&schema, batches, formats, "SELECT")?
+            batches_response(&schema, batches, formats, "SELECT")
         }
         StatementOutput::Changed(change) => match change.returning {
             Some((schema, batches)) => {
@@ -479,7 +529,7 @@ fn output_response(out: StatementOutput, formats: &Format) -> PgWireResult<Respo
                 } else {
                     change.command
                 };
-                rows_response(&schema, batches, formats, command)?
+                batches_response(&schema, batches, formats, command)
             }
             None => Response::Execution(Tag::new(&change.tag())),
         },
@@ -502,10 +552,10 @@ fn describe(schema: &SchemaRef, formats: &Format) -> Vec<FieldInfo> {
 /// them; `command` heads the completion tag (the row count follows).
 fn rows_response(
     schema: &SchemaRef,
-    batches: Vec<RecordBatch>,
+    batches: impl futures::Stream<Item = PgWireResult<RecordBatch>> + Send + 'static,
     formats: &Format,
     command: &str,
-) -> PgWireResult<Response> {
+) -> Response {
     let fields = Arc::new(describe(schema, formats));
     let binary: Arc<Vec<bool>> = Arc::new(
         fields
@@ -513,15 +563,42 @@ fn rows_response(
             .map(|f| f.format() == FieldFormat::Binary)
             .collect(),
     );
-    let rows = stream::iter(batches).flat_map(move |batch| {
-        stream::iter(match encode_batch(&batch, &binary) {
+    let rows = batches.flat_map(move |batch| {
+        stream::iter(match batch.and_then(|b| encode_batch(&b, &binary)) {
             Ok(rows) => rows.into_iter().map(Ok).collect::<Vec<_>>(),
             Err(e) => vec![Err(e)],
         })
     });
     let mut response = QueryResponse::new(fields, rows);
     response.set_command_tag(command);
-    Ok(Response::Query(response))
+    Response::Query(response)
+}
+
+/// A query response of rows computed already.
+fn batches_response(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+    formats: &Format,
+    command: &str,
+) -> Response {
+    rows_response(
+        schema,
+        stream::iter(batches.into_iter().map(Ok)),
+        formats,
+        command,
+    )
+}
+
+/// Ends a connection's current statement when dropped (see [`Connection::running`]).
+struct Running {
+    shared: Arc<Shared>,
+    pid: i32,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shared.backends.finish(self.pid);
+    }
 }
 
 /// The DataRow messages of one batch.
@@ -575,7 +652,12 @@ impl SimpleQueryHandler for Connection {
                 break;
             }
             match self
-                .run(client, parsed.statement, &Format::UnifiedText)
+                .run(
+                    client,
+                    parsed.statement,
+                    &Format::UnifiedText,
+                    i + 1 == count,
+                )
                 .await
             {
                 Ok(r) => responses.push(r),
@@ -751,18 +833,31 @@ impl ExtendedQueryHandler for Connection {
                     })
                     .collect::<PgWireResult<Vec<_>>>()?;
                 let ctl = LoadControl::default();
+                let running = self.running(&ctl);
                 let out = self
-                    .tracked(&ctl, self.session.execute_prepared(prepared, &params, &ctl))
+                    .session
+                    .execute_prepared_streamed(prepared, &params, &ctl)
                     .await
                     .map_err(|e| sql_error(&e))?;
-                output_response(out, &portal.result_column_format)
+                match out {
+                    Streamed::Rows(rows) => {
+                        self.rows_of(rows, &portal.result_column_format, running, true)
+                            .await
+                    }
+                    Streamed::Output(out) => output_response(out, &portal.result_column_format),
+                }
             }
             PgStatement::Other(statement) => {
                 if !portal.parameters.is_empty() {
                     return Err(user_error("08P01", "this statement takes no parameters"));
                 }
-                self.run(client, statement.clone(), &portal.result_column_format)
-                    .await
+                self.run(
+                    client,
+                    statement.clone(),
+                    &portal.result_column_format,
+                    true,
+                )
+                .await
             }
         }
     }

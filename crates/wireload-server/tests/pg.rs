@@ -127,6 +127,42 @@ with psycopg.connect(CONNINFO) as conn:
     assert_eq!(ok(&server.python(script)).trim(), "[(70,), (30,)]");
 }
 
+#[test]
+fn an_error_after_rows_were_sent_fails_the_statement_and_its_transaction() {
+    let server = TestServer::start();
+    server.sql("CREATE TABLE acct (id INT, balance BIGINT); INSERT INTO acct VALUES (1, 100);");
+    // rows stream as they are computed: the division fails in a batch after the first
+    let script = r#"
+import psycopg
+with psycopg.connect(CONNINFO) as conn:
+    conn.execute("UPDATE acct SET balance = 0")
+    try:
+        conn.execute("SELECT 1 / (value - 50000) FROM generate_series(1, 100000)").fetchall()
+    except psycopg.Error as e:
+        print("failed", e.sqlstate)
+    else:
+        raise AssertionError("no error")
+    try:
+        conn.execute("SELECT 1")
+    except psycopg.errors.InFailedSqlTransaction as e:
+        print("then", e.sqlstate)
+    conn.rollback()
+    # the same mid-stream failure in a prepared statement of the extended protocol
+    conn.autocommit = True
+    try:
+        conn.execute("SELECT 1 / (value - %s) FROM generate_series(1, 100000)", (50000,), prepare=True).fetchall()
+    except psycopg.Error as e:
+        print("prepared", e.sqlstate)
+    print(conn.execute("SELECT balance FROM acct").fetchall())
+"#;
+    let out = ok(&server.python(script));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["failed 22012", "then 25P02", "prepared 22012", "[(100,)]"],
+        "{out}"
+    );
+}
+
 /// A CSV of `rows` rows whose text fields hold quoted newlines and commas.
 fn multiline_csv(rows: usize) -> String {
     let mut s = String::new();
