@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{db, fail, lit, query, row, run, srow};
-use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
+use wireload_sql::{SqlError, SqlState, StatementOutput};
 
 /// Writes `contents` to `name` in `dir` and returns the path as a SQL literal.
 fn file(dir: &Path, name: &str, contents: &str) -> String {
@@ -16,89 +16,6 @@ fn file(dir: &Path, name: &str, contents: &str) -> String {
 
 fn count(rows: &[common::Row]) -> i64 {
     rows[0][0].as_deref().unwrap().parse().unwrap()
-}
-
-const PEOPLE: &str = "id,name,score,born,active\n\
-1,Ann,1.50,2001-02-03,true\n\
-2,\"Bob, Jr.\",2.25,1999-12-31,false\n\
-3,,3.00,2000-01-01,\n\
-4,\"\",4.75,,true\n";
-
-async fn people(db: &Database, dir: &Path) {
-    let f = file(dir, "people.csv", PEOPLE);
-    run(
-        db,
-        &format!(
-            "CREATE TABLE people (id INT NOT NULL, name VARCHAR(20), score DECIMAL(5,2), born DATE, active BOOLEAN);
-             COPY people FROM {f} WITH (FORMAT csv, HEADER true)"
-        ),
-    )
-    .await
-    .unwrap();
-}
-
-#[tokio::test]
-async fn create_copy_select_aggregate() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(2);
-    people(&db, dir.path()).await;
-    assert_eq!(
-        query(
-            &db,
-            "SELECT id, name, score, born, active FROM people ORDER BY id"
-        )
-        .await,
-        vec![
-            row(&[
-                Some("1"),
-                Some("Ann"),
-                Some("1.50"),
-                Some("2001-02-03"),
-                Some("true")
-            ]),
-            row(&[
-                Some("2"),
-                Some("Bob, Jr."),
-                Some("2.25"),
-                Some("1999-12-31"),
-                Some("false")
-            ]),
-            row(&[Some("3"), None, Some("3.00"), Some("2000-01-01"), None]),
-            row(&[Some("4"), Some(""), Some("4.75"), None, Some("true")]),
-        ]
-    );
-    assert_eq!(
-        query(
-            &db,
-            "SELECT count(*), sum(score), min(born), count(name), count(active) FROM people"
-        )
-        .await,
-        vec![srow(&["4", "11.50", "1999-12-31", "3", "3"])]
-    );
-    assert_eq!(
-        query(
-            &db,
-            "SELECT active, count(*) FROM people GROUP BY active ORDER BY active NULLS LAST"
-        )
-        .await,
-        vec![
-            row(&[Some("false"), Some("1")]),
-            row(&[Some("true"), Some("2")]),
-            row(&[None, Some("1")])
-        ]
-    );
-    assert_eq!(
-        query(
-            &db,
-            "SELECT name FROM people WHERE score > 2 AND name IS NOT NULL ORDER BY id"
-        )
-        .await,
-        vec![srow(&["Bob, Jr."]), srow(&[""])]
-    );
-    assert_eq!(
-        query(&db, "SELECT id FROM people ORDER BY id LIMIT 2").await,
-        vec![srow(&["1"]), srow(&["2"])]
-    );
 }
 
 #[tokio::test]
@@ -129,28 +46,6 @@ async fn outputs_one_result_per_statement() {
         }
         other => panic!("{other:?}"),
     }
-}
-
-#[tokio::test]
-async fn stops_at_the_first_error() {
-    let db = db(1);
-    // a syntax error anywhere: the script is parsed first, nothing runs
-    let msg = fail(
-        &db,
-        "CREATE TABLE a (x INT); SELEC 1; CREATE TABLE b (x INT)",
-    )
-    .await;
-    assert!(msg.to_lowercase().contains("selec"), "{msg}");
-    assert!(db.catalog().table("a").is_none());
-    // an error while running: the statements before it stay done, none after it runs
-    let msg = fail(
-        &db,
-        "CREATE TABLE a (x INT); SELECT * FROM nowhere; CREATE TABLE b (x INT)",
-    )
-    .await;
-    assert!(msg.contains("nowhere"), "{msg}");
-    assert!(db.catalog().table("a").is_some());
-    assert!(db.catalog().table("b").is_none());
 }
 
 #[tokio::test]
@@ -393,125 +288,6 @@ async fn partitioned_tables_put_each_row_in_exactly_one_partition() {
 }
 
 #[tokio::test]
-async fn partition_by_errors() {
-    let db = db(1);
-    let msg = fail(
-        &db,
-        "CREATE TABLE p (a INT) PARTITION BY HASH (b) PARTITIONS 2",
-    )
-    .await;
-    assert!(msg.contains("\"b\""), "{msg}");
-    let msg = fail(
-        &db,
-        "CREATE TABLE p (a INT) PARTITION BY HASH (a) PARTITIONS 0",
-    )
-    .await;
-    assert!(msg.contains("PARTITIONS"), "{msg}");
-    assert!(db.catalog().table("p").is_none());
-}
-
-#[tokio::test]
-async fn drop_table() {
-    let db = db(1);
-    run(
-        &db,
-        "CREATE TABLE a (x INT); CREATE TABLE b (x INT); CREATE TABLE c (x INT)",
-    )
-    .await
-    .unwrap();
-    // a failing DROP drops nothing
-    let msg = fail(&db, "DROP TABLE a, nope").await;
-    assert!(msg.contains("nope"), "{msg}");
-    assert!(db.catalog().table("a").is_some());
-    let out = run(&db, "DROP TABLE a, b").await.unwrap();
-    assert!(matches!(&out[0], StatementOutput::Done(m) if m == "DROP TABLE"));
-    assert_eq!(db.catalog().table_names(), vec!["c".to_string()]);
-    let msg = fail(&db, "SELECT * FROM a").await;
-    assert!(msg.contains('a'), "{msg}");
-    run(&db, "DROP TABLE IF EXISTS a, c").await.unwrap();
-    assert!(db.catalog().table_names().is_empty());
-    let msg = fail(&db, "DROP TABLE c").await;
-    assert!(msg.contains("does not exist"), "{msg}");
-    // a dropped name can be created again, empty
-    run(&db, "CREATE TABLE c (y TEXT)").await.unwrap();
-    assert_eq!(
-        query(&db, "SELECT count(*) FROM c").await,
-        vec![srow(&["0"])]
-    );
-}
-
-#[tokio::test]
-async fn create_table_errors_and_if_not_exists() {
-    let db = db(1);
-    run(&db, "CREATE TABLE t (a INT)").await.unwrap();
-    let msg = fail(&db, "CREATE TABLE t (b INT)").await;
-    assert!(msg.contains("already exists"), "{msg}");
-    run(&db, "CREATE TABLE IF NOT EXISTS t (b INT)")
-        .await
-        .unwrap();
-    assert_eq!(
-        db.catalog().table("t").unwrap().def().schema.columns[0].name,
-        "a"
-    );
-    for (sql, want) in [
-        (
-            "CREATE TABLE u (a INT PRIMARY KEY, PRIMARY KEY (a))",
-            "multiple primary keys",
-        ),
-        ("CREATE TABLE u (a INT, UNIQUE (b))", "\"b\""),
-        ("CREATE TABLE u (a INT CHECK (a > 0))", "not supported yet"),
-        ("CREATE TABLE u (a INT) AS SELECT 1", "column names only"),
-        ("CREATE TABLE u (a BLOB)", "\"a\""),
-        ("CREATE TABLE u (a INT, a TEXT)", "more than once"),
-        ("CREATE TABLE u (a INT", "syntax error"),
-        (
-            "CREATE EXTERNAL TABLE u STORED AS CSV LOCATION '/tmp/x.csv'",
-            "not supported",
-        ),
-    ] {
-        let msg = fail(&db, sql).await;
-        assert!(msg.contains(want), "{sql}: {msg}");
-    }
-    assert!(db.catalog().table("u").is_none());
-}
-
-#[tokio::test]
-async fn identifiers_fold_unless_quoted() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(1);
-    let f = file(dir.path(), "i.csv", "1,2\n");
-    run(
-        &db,
-        &format!("CREATE TABLE MyTable (Alpha INT, \"Beta\" INT); COPY MYTABLE FROM {f}"),
-    )
-    .await
-    .unwrap();
-    assert!(db.catalog().table("mytable").is_some());
-    let cols: Vec<String> = db
-        .catalog()
-        .table("mytable")
-        .unwrap()
-        .def()
-        .schema
-        .columns
-        .iter()
-        .map(|c| c.name.clone())
-        .collect();
-    assert_eq!(cols, ["alpha", "Beta"]);
-    assert_eq!(
-        query(&db, "SELECT ALPHA, \"Beta\" FROM mytable").await,
-        vec![srow(&["1", "2"])]
-    );
-    assert!(fail(&db, "SELECT Beta FROM mytable").await.contains("beta"));
-    run(&db, "CREATE TABLE \"Quoted\" (x INT)").await.unwrap();
-    assert!(fail(&db, "SELECT * FROM quoted").await.contains("quoted"));
-    assert_eq!(
-        query(&db, "SELECT count(*) FROM \"Quoted\"").await,
-        vec![srow(&["0"])]
-    );
-}
-
-#[tokio::test]
 async fn failed_copy_leaves_the_table_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(2);
@@ -675,99 +451,6 @@ async fn copy_engine_gpu_without_a_gpu_leaves_the_table_unchanged() {
 }
 
 #[tokio::test]
-async fn copy_statement_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(1);
-    let f = file(dir.path(), "x.csv", "1,2\n");
-    run(&db, "CREATE TABLE t (a INT, b INT)").await.unwrap();
-    for (sql, want) in [
-        (
-            format!("COPY t (z) FROM {f}"),
-            "column \"z\" does not exist",
-        ),
-        (format!("COPY t (a, a) FROM {f}"), "more than once"),
-        (
-            format!("COPY t (a) FROM {f} WITH (ENGINE gpu)"),
-            "a COPY column list applies to ENGINE cpu",
-        ),
-        (format!("COPY nope FROM {f}"), "\"nope\" does not exist"),
-        ("COPY t FROM STDIN".to_string(), "STDIN"),
-        (
-            format!("COPY t FROM {f} WITH (FORMAT json)"),
-            "csv, arrow or parquet",
-        ),
-        (
-            format!("COPY t FROM {f} WITH (DELIMITER 'ab')"),
-            "single one-byte",
-        ),
-        (format!("COPY t FROM {f} WITH (MODE warp)"), "MODE"),
-    ] {
-        let msg = fail(&db, &sql).await;
-        assert!(msg.contains(want), "{sql}: {msg}");
-    }
-    run(&db, &format!("COPY t (a, b) FROM {f}")).await.unwrap();
-    assert_eq!(query(&db, "SELECT a + b FROM t").await, vec![srow(&["3"])]);
-}
-
-#[tokio::test]
-async fn views_information_schema_and_explain() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(2);
-    people(&db, dir.path()).await;
-    let out = run(
-        &db,
-        "CREATE VIEW good AS SELECT id, name FROM people WHERE score >= 2.25",
-    )
-    .await
-    .unwrap();
-    assert!(
-        matches!(&out[0], StatementOutput::Done(m) if m == "CREATE VIEW"),
-        "{out:?}"
-    );
-    assert_eq!(
-        query(&db, "SELECT id FROM good ORDER BY id").await,
-        vec![srow(&["2"]), srow(&["3"]), srow(&["4"])]
-    );
-    let msg = fail(&db, "DROP TABLE good").await;
-    assert!(msg.contains("DROP VIEW"), "{msg}");
-    let msg = fail(&db, "CREATE TABLE good (x INT)").await;
-    assert!(msg.contains("already exists"), "{msg}");
-    let tables = query(&db, "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1").await;
-    assert_eq!(
-        tables,
-        vec![srow(&["good", "VIEW"]), srow(&["people", "BASE TABLE"])]
-    );
-    let shown = query(&db, "SHOW TABLES").await;
-    assert!(
-        shown
-            .iter()
-            .any(|r| r.contains(&Some("people".to_string()))),
-        "{shown:?}"
-    );
-    let described = query(&db, "DESCRIBE people").await;
-    let names: Vec<_> = described.iter().map(|r| r[0].clone().unwrap()).collect();
-    assert_eq!(names, ["id", "name", "score", "born", "active"]);
-    let plan = query(&db, "EXPLAIN SELECT sum(id) FROM people").await;
-    let text: String = plan
-        .iter()
-        .flatten()
-        .flatten()
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(text.contains("SnapshotScanExec"), "{text}");
-    run(&db, "DROP VIEW good").await.unwrap();
-    assert!(fail(&db, "SELECT * FROM good").await.contains("good"));
-    let out = run(&db, "SET datafusion.execution.batch_size = 1024")
-        .await
-        .unwrap();
-    assert!(
-        matches!(&out[0], StatementOutput::Done(m) if m == "SET"),
-        "{out:?}"
-    );
-}
-
-#[tokio::test]
 async fn a_query_sees_one_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(2);
@@ -843,53 +526,6 @@ fn the_execute_future_is_send() {
     let ctl = wireload_load::LoadControl::default();
     let fut = db.execute("SELECT 1", &ctl);
     assert_send(&fut);
-}
-
-/// Errors are typed: user errors carry the SQLSTATE PostgreSQL gives them, and none of them
-/// is reported as an internal error.
-#[tokio::test]
-async fn errors_carry_sqlstate_classes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db(2);
-    let bad = file(dir.path(), "bad.csv", "1,a\nx,b\n");
-    let dup = file(dir.path(), "dup.csv", "1,a\n1,b\n");
-    run(&db, "CREATE TABLE t (id INT PRIMARY KEY, s TEXT)")
-        .await
-        .unwrap();
-    let state = |e: wireload_sql::SqlError| {
-        assert!(!e.is_internal(), "{e}");
-        e.sqlstate()
-    };
-    for (sql, want) in [
-        ("SELEC 1".to_string(), SqlState::SYNTAX_ERROR),
-        ("SELECT * FROM nowhere".into(), SqlState::UNDEFINED_TABLE),
-        ("COPY nowhere FROM 'x'".into(), SqlState::UNDEFINED_TABLE),
-        ("SELECT nope FROM t".into(), SqlState::UNDEFINED_COLUMN),
-        ("CREATE TABLE t (a INT)".into(), SqlState::DUPLICATE_TABLE),
-        (
-            "CREATE TABLE u (a JSON)".into(),
-            SqlState::FEATURE_NOT_SUPPORTED,
-        ),
-        (
-            "COPY t FROM 'x' WITH (THREADS 0)".into(),
-            SqlState::INVALID_PARAMETER_VALUE,
-        ),
-        (
-            format!("COPY t FROM {bad}"),
-            SqlState::INVALID_TEXT_REPRESENTATION,
-        ),
-        (format!("COPY t FROM {dup}"), SqlState::UNIQUE_VIOLATION),
-        ("COPY t FROM '/no/such/file.csv'".into(), SqlState::IO_ERROR),
-        ("DROP INDEX nope".into(), SqlState::UNDEFINED_OBJECT),
-        (
-            "DROP INDEX t_pkey".into(),
-            SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
-        ),
-    ] {
-        let e = run(&db, &sql).await.expect_err(&sql);
-        assert_eq!(state(e), want, "{sql}");
-    }
-    assert_eq!(db.catalog().table("t").unwrap().snapshot().num_rows(), 0);
 }
 
 /// Deep expressions are planned without overflowing the stack, or refused with an error:
