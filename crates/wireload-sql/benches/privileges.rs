@@ -1,8 +1,8 @@
 //! What the privilege checks cost on the paths they guard most often: a point query by
 //! primary key (prepared, run on the key's index; and as text, planned each time) and a
 //! `COPY ... FROM STDIN`. Each is run in a local session (no check: the process's user) and
-//! in the session of a role granted what it needs (every check made), rounds interleaved,
-//! the median of each printed with the ratio role / local.
+//! in the session of a role granted what it needs (every check made), rounds interleaved
+//! in alternating order, the median of each printed with the ratio role / local.
 //!
 //! Run: `cargo bench -p wireload-sql --bench privileges`. `PRIV_BENCH_ROUNDS` sets the
 //! rounds (7), `PRIV_BENCH_POINTS` the prepared executions per round (200,000).
@@ -103,8 +103,11 @@ fn main() {
                 .unwrap(),
         ];
         assert!(statements.iter().all(|s| s.is_key_access()));
-        for _ in 0..rounds {
-            for (k, (_, session)) in sessions.iter().enumerate() {
+        for round in 0..rounds {
+            // the order alternates (ABBA), so what the first of a round pays both pay
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for k in order {
+                let session = sessions[k].1;
                 let start = Instant::now();
                 for i in 0..points {
                     let id = ScalarValue::Int64(Some(i * 7919 % ROWS));
@@ -139,7 +142,7 @@ fn main() {
         }
     });
     println!(
-        "privilege checks: {rounds} rounds interleaved, medians; local session (no check) vs role (checked)"
+        "privilege checks: {rounds} rounds interleaved (ABBA), medians; local session (no check) vs role (checked)"
     );
     for (what, secs, unit, scale) in [
         ("prepared point SELECT by key", &prepared_secs, "us", 1e6),

@@ -93,11 +93,15 @@ impl Database {
     /// Checks `needs` against the role of a session that is no superuser's.
     fn check_needs(&self, needs: &[Need]) -> Result<(), SqlError> {
         let actor = self.actor();
+        // a relation that does not exist is looked for only when a check fails
+        let unless_missing = |r: &str, checked: Result<(), SqlError>| match checked {
+            Err(e) if self.relation_exists(r) => Err(e),
+            _ => Ok(()),
+        };
         for need in needs {
             match need {
-                Need::On(r, p) if self.relation_exists(r) => self.roles.check(&actor, r, *p)?,
-                Need::Owner(r) if self.relation_exists(r) => self.roles.check_owner(&actor, r)?,
-                Need::On(..) | Need::Owner(_) => {}
+                Need::On(r, p) => unless_missing(r, self.roles.check(&actor, r, *p))?,
+                Need::Owner(r) => unless_missing(r, self.roles.check_owner(&actor, r))?,
                 Need::IndexOwner(index) => {
                     if let Some(table) = self.index_owner(index) {
                         self.roles.check_owner(&actor, table.name())?;

@@ -168,6 +168,8 @@ pub struct Database {
     roles: Arc<Roles>,
     /// Whose rights this session has.
     actor: Mutex<Actor>,
+    /// This session's number, unique in the process.
+    id: u64,
     /// The directories a network client's session may reach files in.
     gate: Arc<FileGate>,
 }
@@ -224,6 +226,7 @@ impl Database {
             header_named: Arc::default(),
             roles: Arc::default(),
             actor: Mutex::new(Actor::Local),
+            id: next_session_id(),
             gate: Arc::default(),
         }
     }
@@ -255,6 +258,7 @@ impl Database {
             header_named: Arc::clone(&self.header_named),
             roles: Arc::clone(&self.roles),
             actor: Mutex::new(self.actor()),
+            id: next_session_id(),
             gate: Arc::clone(&self.gate),
         }
     }
@@ -274,6 +278,8 @@ impl Database {
     /// Makes this session act as `actor` (a client's role once it logged in).
     pub fn set_actor(&self, actor: Actor) {
         *self.actor.lock().unwrap_or_else(|e| e.into_inner()) = actor;
+        // checks passed before speak for the former actor
+        self.roles.touch();
     }
 
     /// Whose rights this session has.
@@ -362,7 +368,11 @@ impl Database {
         statement: Statement,
         ctl: &LoadControl,
     ) -> Result<StatementOutput, SqlError> {
-        self.execute_streamed(statement, ctl).await?.finish().await
+        // on the heap: the caller's stack is left to the planner's recursion
+        Box::pin(self.execute_streamed(statement, ctl))
+            .await?
+            .finish()
+            .await
     }
 
     /// Runs one parsed statement as [`Database::execute_statement`] does, but a query's
@@ -515,6 +525,12 @@ impl Database {
             }
         })
     }
+}
+
+/// A number no other session of this process has.
+fn next_session_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Runs blocking `work` off the async runtime (on the calling thread when there is none).

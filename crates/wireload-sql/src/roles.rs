@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::num::NonZeroU32;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -274,6 +275,35 @@ struct State {
 #[derive(Debug)]
 pub struct Roles {
     state: RwLock<State>,
+    /// Counts the changes of `state` and of the sessions' actors: a check passed at one
+    /// count passes again while the count stays (see [`Roles::generation`]).
+    generation: AtomicU64,
+}
+
+/// The write access to the roles' state; counts a change when dropped, after the change
+/// and before the lock is released.
+struct Changing<'a> {
+    state: std::sync::RwLockWriteGuard<'a, State>,
+    generation: &'a AtomicU64,
+}
+
+impl std::ops::Deref for Changing<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Changing<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+}
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Default for Roles {
@@ -286,6 +316,7 @@ impl Default for Roles {
         }
         Roles {
             state: RwLock::new(state),
+            generation: AtomicU64::new(1),
         }
     }
 }
@@ -306,8 +337,22 @@ impl Roles {
         self.state.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(|e| e.into_inner())
+    fn write(&self) -> Changing<'_> {
+        Changing {
+            state: self.state.write().unwrap_or_else(|e| e.into_inner()),
+            generation: &self.generation,
+        }
+    }
+
+    /// The count of changes to roles, grants and ownership, and of sessions' actors. Read
+    /// it before a check: a check that passed then passes while the count is the same.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Counts a change that is not the state's own (a session's actor changed).
+    pub(crate) fn touch(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Adds (or replaces) a superuser that logs in with `password` (None: one that logs in
@@ -720,8 +765,14 @@ impl State {
 
     /// True when `name` is `of`, a member of it through any chain, or a superuser.
     fn member(&self, name: &str, of: &str) -> bool {
-        if self.superuser(name) {
+        let Some(role) = self.roles.get(name) else {
+            return name == of;
+        };
+        if name == of || role.superuser {
             return true;
+        }
+        if role.member_of.is_empty() {
+            return false;
         }
         let mut seen = BTreeSet::new();
         let mut todo = vec![name];

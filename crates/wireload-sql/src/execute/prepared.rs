@@ -75,7 +75,27 @@ impl Database {
             params,
             keyed,
             needs,
+            session: self.id,
+            checked: Arc::default(),
         })
+    }
+
+    /// Checks that this session may run `prepared`. A check that passed in the session
+    /// that prepared it is not made again while no role, grant, owner or session's actor
+    /// changed (the roles' generation).
+    fn require_prepared(&self, prepared: &PreparedStatement) -> Result<(), SqlError> {
+        use std::sync::atomic::Ordering;
+        // read before the check: a change during the check makes the result stale
+        let generation = self.roles.generation();
+        let ours = prepared.session == self.id;
+        if ours && prepared.checked.load(Ordering::Acquire) == generation {
+            return Ok(());
+        }
+        self.require(&prepared.needs)?;
+        if ours {
+            prepared.checked.store(generation, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Runs a statement of [`Database::prepare`] with `params` (one per parameter, cast to
@@ -100,7 +120,7 @@ impl Database {
         params: &[datafusion::common::ScalarValue],
         ctl: &LoadControl,
     ) -> Result<Streamed, SqlError> {
-        self.require(&prepared.needs)?;
+        self.require_prepared(prepared)?;
         if params.len() != prepared.params.len() {
             return Err(SqlError::InvalidOption(format!(
                 "the prepared statement takes {} parameters, {} given",
@@ -244,6 +264,10 @@ pub struct PreparedStatement {
     keyed: Option<Arc<keyed::KeyAccess>>,
     /// The privileges it needs, checked at each execution.
     needs: Arc<[authorize::Need]>,
+    /// The session that prepared it.
+    session: u64,
+    /// The roles' generation at which its needs last passed in that session (0: never).
+    checked: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PreparedStatement {
@@ -277,4 +301,78 @@ pub(crate) fn parameter_fields(plan: &LogicalPlan) -> Option<Vec<arrow::datatype
     (1..=fields.len())
         .map(|n| fields.get(&format!("${n}")).cloned().flatten())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `p` in `db` with `id`; the error's SQLSTATE, or "ok".
+    async fn state(db: &Database, p: &PreparedStatement, id: i64) -> String {
+        match db
+            .execute_prepared(p, &[ScalarValue::Int64(Some(id))], &LoadControl::default())
+            .await
+        {
+            Ok(_) => "ok".into(),
+            Err(e) => e.sqlstate().0.to_string(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_check_passed_once_is_made_again_after_any_change_of_rights() {
+        let db = Database::new(DbConfig {
+            threads: Some(1),
+            ..Default::default()
+        });
+        let ctl = LoadControl::default();
+        db.execute(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 10); \
+             CREATE USER bob; CREATE USER eve; GRANT SELECT ON t TO bob",
+            &ctl,
+        )
+        .await
+        .unwrap();
+        let bob = db.client_session(Arc::default());
+        bob.set_actor(Actor::Role("bob".into()));
+        // one on the key's index, one planned
+        let keyed = bob.prepare("SELECT v FROM t WHERE id = $1").await.unwrap();
+        let planned = bob
+            .prepare("SELECT count(*) FROM t WHERE id < $1")
+            .await
+            .unwrap();
+        assert!(keyed.is_key_access() && !planned.is_key_access());
+        let both = async |want: &str| {
+            for p in [&keyed, &planned] {
+                for _ in 0..2 {
+                    assert_eq!(state(&bob, p, 1).await, want);
+                }
+            }
+        };
+        both("ok").await;
+        db.execute("REVOKE SELECT ON t FROM bob", &ctl)
+            .await
+            .unwrap();
+        both("42501").await;
+        db.execute(
+            "CREATE ROLE readers; GRANT SELECT ON t TO readers; GRANT readers TO bob",
+            &ctl,
+        )
+        .await
+        .unwrap();
+        both("ok").await;
+        db.execute("REVOKE readers FROM bob", &ctl).await.unwrap();
+        both("42501").await;
+        db.execute("GRANT pg_read_all_data TO bob", &ctl)
+            .await
+            .unwrap();
+        both("ok").await;
+        // a statement another session prepared is checked in full for this one
+        let eve = db.client_session(Arc::default());
+        eve.set_actor(Actor::Role("eve".into()));
+        assert_eq!(state(&eve, &keyed, 1).await, "42501");
+        assert_eq!(state(&eve, &planned, 1).await, "42501");
+        // and a session whose actor changes is checked again
+        bob.set_actor(Actor::Role("eve".into()));
+        both("42501").await;
+    }
 }
