@@ -17,7 +17,7 @@ use tokio::time::{Instant, Sleep};
 use crate::{CANCEL_POLL, SqlError, StatementOutput};
 
 /// A query's rows as they are computed: dictionary columns decoded, stopped by the
-/// statement's cancel flag and `statement_timeout`.
+/// statement's cancel flag and by `statement_timeout` while rows are waited for.
 pub struct RowStream {
     schema: SchemaRef,
     batches: SendableRecordBatchStream,
@@ -90,16 +90,12 @@ impl RowStream {
         self.held.push(value);
     }
 
-    /// The error that stops the stream now, if any.
-    fn stopped(&self) -> Option<SqlError> {
-        if let Some((at, limit)) = self.deadline
-            && Instant::now() >= at
-        {
-            return Some(SqlError::Timeout { limit });
+    /// The timeout error, once the statement's time is up.
+    fn timed_out(&self) -> Option<SqlError> {
+        match self.deadline {
+            Some((at, limit)) if Instant::now() >= at => Some(SqlError::Timeout { limit }),
+            _ => None,
         }
-        self.cancel
-            .load(Ordering::SeqCst)
-            .then_some(SqlError::Cancelled)
     }
 
     fn fail(&mut self, e: SqlError) -> Poll<Option<Result<RecordBatch, SqlError>>> {
@@ -120,8 +116,8 @@ impl Stream for RowStream {
             return Poll::Ready(None);
         }
         loop {
-            if let Some(e) = this.stopped() {
-                return this.fail(e);
+            if this.cancel.load(Ordering::SeqCst) {
+                return this.fail(this.timed_out().unwrap_or(SqlError::Cancelled));
             }
             match this.batches.poll_next_unpin(cx) {
                 Poll::Ready(Some(Ok(batch))) => {
@@ -137,8 +133,13 @@ impl Stream for RowStream {
                 }
                 Poll::Pending => {}
             }
+            // as a timeout of the whole statement would: the time is looked at while
+            // the rows are waited for, a batch that is ready is taken
             match this.tick.as_mut().poll(cx) {
                 Poll::Ready(()) => {
+                    if let Some(e) = this.timed_out() {
+                        return this.fail(e);
+                    }
                     let next = Instant::now() + CANCEL_POLL;
                     this.tick.as_mut().reset(next);
                 }
