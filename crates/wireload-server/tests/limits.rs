@@ -16,17 +16,22 @@ use wireload_sql::DbConfig;
 /// The tests that measure the process's memory run one at a time.
 static MEMORY: Mutex<()> = Mutex::new(());
 
-#[test]
-fn a_query_past_the_memory_limit_fails_alone() {
-    let _alone = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
-    let server = TestServer::with_db(
+/// A server whose queries share a 16 MiB memory budget.
+fn small_budget_server() -> TestServer {
+    TestServer::with_db(
         DbConfig {
             threads: Some(2),
             memory_limit: Some(16 << 20),
             ..Default::default()
         },
         |_| {},
-    );
+    )
+}
+
+#[test]
+fn a_query_past_the_memory_limit_fails_alone() {
+    let _alone = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    let server = small_budget_server();
     server.sql("CREATE TABLE t (id INT); INSERT INTO t VALUES (1), (2), (3)");
     std::thread::scope(|scope| {
         let big = scope.spawn(|| {
@@ -169,14 +174,7 @@ fn a_client_that_stops_reading_holds_a_few_batches() {
 #[test]
 fn a_result_awaiting_a_later_statement_counts_in_the_memory_budget() {
     let _alone = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
-    let server = TestServer::with_db(
-        DbConfig {
-            threads: Some(2),
-            memory_limit: Some(16 << 20),
-            ..Default::default()
-        },
-        |_| {},
-    );
+    let server = small_budget_server();
     // the rows of all but a query string's last statement are computed before the
     // next statement runs: 40 MB of them do not fit a 16 MiB budget
     let big = "SELECT repeat('x', 200) AS pad FROM generate_series(1, 200000)";
