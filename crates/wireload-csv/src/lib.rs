@@ -24,6 +24,7 @@
 pub mod block;
 pub mod context;
 mod dialect;
+mod encoding;
 mod error;
 mod fields;
 pub mod reference;
@@ -35,6 +36,7 @@ pub use context::{
     last_record_end,
 };
 pub use dialect::{Dialect, ScanMode};
+pub use encoding::Encoding;
 pub use error::{DialectError, ScanError, ScanErrorKind};
 pub use fields::{ColumnFields, FieldBatch};
 pub use scan::{BlockScanner, ScanConfig, Scanner};

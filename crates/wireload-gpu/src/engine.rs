@@ -17,10 +17,8 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use rayon::prelude::*;
 use wireload_csv::{ScanConfig, ScanMode, line_ends};
-use wireload_load::{
-    Appender, Dialect, Input, LoadControl, LoadError, LoadReport, MergeStrategy, Sites, Source,
-    data_start, parse_records,
-};
+use wireload_load::{Dialect, Input, Source, data_start, parse_records};
+use wireload_publish::{Appender, LoadControl, LoadError, LoadReport, MergeStrategy, Sites};
 use wireload_storage::Table;
 
 use crate::assemble::{CpuReason, assemble};

@@ -1,6 +1,6 @@
 //! Errors of the GPU engine.
 
-use wireload_load::LoadError;
+use wireload_publish::LoadError;
 
 /// Why a GPU load (or a step of it) failed. After any of these the table is unchanged.
 #[derive(Debug, thiserror::Error)]

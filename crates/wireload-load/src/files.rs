@@ -1,6 +1,6 @@
 //! One load of many sources into one table: every source is parsed (each with its own BOM,
 //! header, name and line numbers in errors) and all their rows are published in one step by
-//! one [`Appender`], in source order then input order. A failure in any source publishes
+//! one `Appender`, in source order then input order. A failure in any source publishes
 //! nothing.
 //!
 //! Sources parse concurrently: a few driver threads (as many as the load's threads, at most
@@ -27,14 +27,13 @@ use rayon::prelude::*;
 use wireload_csv::ScanConfig;
 use wireload_storage::Table;
 
-use crate::error::{KeySite, LoadError};
-use crate::options::{LoadControl, LoadOptions, LoadReport};
+use crate::options::LoadOptions;
 use crate::parse::{CsvParse, Origin, Records};
 use crate::pipeline::{self, data_start};
-use crate::pool::install;
-use crate::publish::{Appender, Sink, Sites};
 use crate::reject::RejectLog;
 use crate::source::{Input, Source};
+use wireload_publish::{Appender, LoadControl, LoadReport, Sink, Sites, install};
+use wireload_publish::{KeySite, LoadError};
 
 /// See [`crate::load_files`].
 pub(crate) fn load_files(

@@ -1,10 +1,10 @@
 //! The load stages of wireload (Instant Loading): a source (a mapped file, bytes, or any
 //! reader streamed in blocks) is cut into windows of whole records; the CSV parse stage cuts a
 //! window into chunks that rayon tasks scan and deserialize into partition buffers (Arrow
-//! arrays) with their buffer indexes; the one append/publish stage ([`Appender`]) places the
-//! buffers, merges the indexes and publishes the new table version in one atomic step. Arrow
-//! and Parquet reloads ([`append_batches`]) and the GPU loader use the same append/publish
-//! stage; [`pool`] decides the threads every load runs on.
+//! arrays) with their buffer indexes: the units it hands to the write path
+//! (`wireload_publish`), whose append/publish stage places the buffers, merges the indexes
+//! and publishes the new table version in one atomic step. [`pool`] decides the threads
+//! every load runs on.
 //!
 //! With [`LoadOptions::fields`] a table takes some of the input's fields, in any order
 //! (projection pushdown): records are split into all their fields, but only the fields a
@@ -23,33 +23,19 @@
 //! [`default_memory_budget`]).
 #![deny(missing_docs)]
 
-mod append;
-mod compact;
 mod compressed;
-mod dictionaries;
 mod encoding;
-mod error;
 mod files;
 mod hints;
-mod indexing;
 mod limits;
-mod merge;
 mod options;
 mod parallel_decode;
 mod parse;
-mod partition;
 mod pipeline;
-mod pool;
-mod publish;
 mod reject;
 mod source;
 mod task;
 
-pub use append::{append_batches, check_pushed_column, table_chunks};
-pub use compact::{compact, worth_compacting};
-pub use dictionaries::{
-    AUTO_MAX_ENTRIES, AUTO_MAX_RATIO, AUTO_MIN_ROWS, DICTIONARY_RUN_ROWS, MERGE_COLUMNS,
-};
 pub use encoding::Encoding;
 
 /// Test support for the fuzz targets (the `testing` feature).
@@ -57,27 +43,28 @@ pub use encoding::Encoding;
 pub mod testing {
     pub use crate::parallel_decode::oracle::check as parallel_decode_matches;
 }
-pub use error::{BadValue, KeySite, LoadError, Position};
-pub use indexing::key_text;
 pub use limits::{default_memory_budget, total_memory};
-pub use options::{
-    FieldSource, Fields, LoadControl, LoadOptions, LoadReport, MergeStrategy, OnError, RowFilter,
-    Schedule,
-};
+pub use options::{FieldSource, Fields, LoadOptions, OnError, RowFilter};
 pub use parse::default_chunk_size;
 pub use pipeline::data_start;
-pub use pool::{
-    apply_load_nice, compaction_pool, install, locked_pool, pool, pool_cpu_seconds, set_load_nice,
-    thread_cpu_seconds,
-};
-pub use publish::{Appender, Published, Sink, Sites, Text, Unit};
-pub use reject::{MAX_REJECTS, RAW_LINE_CHARS, Reject};
 pub use source::{BLOCK_BYTES, Block, Blocks, Feed, Filler, Input, Recycler, Source, Whole};
 pub use wireload_csv::{Dialect, ScanMode};
 pub use wireload_types::unique_column_names;
 
+// the write path's vocabulary, which a load's signatures and reports use
+pub use wireload_publish::{
+    BadValue, KeySite, LoadControl, LoadError, LoadReport, MAX_REJECTS, MergeStrategy, Position,
+    RAW_LINE_CHARS, Reject, Schedule,
+};
+
+// the threads a load runs on
+pub use wireload_publish::{
+    apply_load_nice, install, pool, pool_cpu_seconds, set_load_nice, thread_cpu_seconds,
+};
+
 use arrow::record_batch::RecordBatch;
 use wireload_csv::ScanConfig;
+use wireload_publish::{Appender, Sink, Sites, Text};
 use wireload_storage::Table;
 
 /// Loads `source` into `table` (appending to its rows) and publishes the new version.
@@ -290,37 +277,6 @@ fn parse_range(
         release: None,
     };
     parse.parse_window(window, first_unit, sink, ctl)
-}
-
-/// Builds the index `index` over the rows `table` holds now, in parallel, and publishes the
-/// version that has it. Returns the number of keys. Fails (publishing nothing) when the index
-/// is unique and two rows have equal keys or a key is NULL.
-pub fn create_index(table: &Table, index: wireload_storage::IndexDef) -> Result<usize, LoadError> {
-    indexing::create_index(table, index)
-}
-
-/// `version` with the dictionary columns of every chunk encoded (chunks a write replaced
-/// with plain columns merged into their partitions' open dictionary runs, which re-encodes
-/// a run when its dictionary grows). Runs parallel work: call it before taking the
-/// table's writer lock.
-pub fn encode_dictionaries(
-    def: &wireload_storage::TableDef,
-    mut version: wireload_storage::TableVersion,
-) -> Result<wireload_storage::TableVersion, LoadError> {
-    if def.has_dictionaries() {
-        let none = vec![Vec::new(); version.partitions.len()];
-        dictionaries::encode(def, &mut version, none)?;
-    }
-    Ok(version)
-}
-
-/// `version` with each of its indexes built anew over its rows, in parallel (for writes
-/// that replace chunks: UPDATE, DELETE). Fails when a unique key is duplicated or NULL.
-pub fn rebuild_indexes(
-    def: &wireload_storage::TableDef,
-    version: wireload_storage::TableVersion,
-) -> Result<wireload_storage::TableVersion, LoadError> {
-    indexing::rebuild_indexes(def, version)
 }
 
 /// The start of a stream up to the end of its first record: a stream (a compressed file)

@@ -1,6 +1,6 @@
 //! Load limits: the longest line a load takes (`MAX_LINE_SIZE`) and the default of the
 //! memory its buffers may hold (`MEMORY_LIMIT`; the budget itself is kept by the
-//! [`crate::Appender`]).
+//! `wireload_publish::Appender`).
 //!
 //! A line is the bytes between two line ends (`\n` or `\r`), as error messages count
 //! lines; every record holds its lines, so a line over the limit means a record over it.
@@ -9,7 +9,7 @@
 
 use wireload_csv::line_of;
 
-use crate::error::LoadError;
+use wireload_publish::LoadError;
 
 /// Where the first line of `data[from..to]` longer than `limit` bytes starts (`from` is
 /// a line start); None when every line fits. Jumps about `limit` bytes per step (to the

@@ -1,7 +1,7 @@
 //! The CSV parse stage: a window of the input (whole records; the whole input when it is
 //! mapped) is cut into chunks, and chunk tasks run in parallel on the rayon pool, each
 //! turning the records that start in its chunk into partition buffers and buffer indexes (a
-//! [`Unit`]) for the append/publish stage. Positions in errors are those of the whole input:
+//! `wireload_publish::Unit`) for the append/publish stage. Positions in errors are those of the whole input:
 //! a window knows its byte offset and the line ends before it.
 
 use std::sync::Mutex;
@@ -17,13 +17,13 @@ use wireload_csv::{
 use wireload_storage::{Partitioning, TableDef};
 use wireload_types::{ColumnDef, Formats, SqlType, ValueError};
 
-use crate::error::{LoadError, Position};
 use crate::hints::Hints;
-use crate::options::{FieldSource, Fields, LoadControl, LoadOptions, OnError};
-use crate::publish::Sink;
+use crate::options::{FieldSource, Fields, LoadOptions, OnError};
 use crate::reject::{ChunkRejects, Reject, RejectLog, WindowRejects, raw_line, record_end};
 use crate::source::Whole;
 use crate::task::{self, TaskFailure};
+use wireload_publish::{LoadControl, Sink};
+use wireload_publish::{LoadError, Position};
 
 /// Longest piece of offending text quoted in an error message.
 pub(crate) const SNIPPET: usize = 60;

@@ -23,14 +23,13 @@ use wireload_csv::{
 };
 use wireload_storage::{Table, TableDef};
 
-use crate::error::{LoadError, Position};
 use crate::limits::{check_lines, too_long};
-use crate::options::{LoadControl, LoadOptions, LoadReport};
+use crate::options::LoadOptions;
 use crate::parse::{Chunker, Chunks, CsvParse, Origin, Records, SNIPPET, lines_before};
-use crate::pool::install;
-use crate::publish::{Appender, Published, Sink, Text};
 use crate::reject::RejectLog;
 use crate::source::{Block, Blocks, Input, Source};
+use wireload_publish::{Appender, LoadControl, LoadReport, Published, Sink, Text, install};
+use wireload_publish::{LoadError, Position};
 
 /// See [`crate::load_into`].
 pub(crate) fn load(

@@ -13,48 +13,10 @@
 //! again, and a quote never closed makes the rest of the input one rejected record.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use wireload_csv::{QuoteState, ScanConfig, first_record_start};
-
-/// Most rejected records a load keeps (it counts them all).
-pub const MAX_REJECTS: usize = 100_000;
-
-/// Longest `raw_line` of a [`Reject`], in characters (then "..." follows).
-pub const RAW_LINE_CHARS: usize = 1000;
-
-/// One record a load skipped under ON_ERROR ignore.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reject {
-    /// The source's name.
-    pub file: String,
-    /// 1-based physical line of the record's first byte.
-    pub line: u64,
-    /// 0-based byte offset of the record's start in the input.
-    pub byte_offset: u64,
-    /// 1-based field number, when the error is in one field.
-    pub column: Option<usize>,
-    /// The table column's name, when the field maps to one.
-    pub column_name: Option<String>,
-    /// The record's text (lossy UTF-8, at most [`RAW_LINE_CHARS`] characters, then "..."),
-    /// without its record delimiter.
-    pub raw_line: String,
-    /// What the ON_ERROR stop policy would have said, without the position.
-    pub error: String,
-}
-
-impl fmt::Display for Reject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: line {}", self.file, self.line)?;
-        if let Some(c) = self.column {
-            write!(f, ", column {c}")?;
-            if let Some(name) = &self.column_name {
-                write!(f, " ({name})")?;
-            }
-        }
-        write!(f, ", byte {}: {}", self.byte_offset, self.error)
-    }
-}
+pub(crate) use wireload_publish::Reject;
+use wireload_publish::{MAX_REJECTS, RAW_LINE_CHARS};
 
 /// Where the record starting at `rs` ends: the offset after its record delimiter (outside
 /// quotes, in the toggle model), or `data.len()`.

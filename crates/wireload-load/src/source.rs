@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::compressed::{BoxedReader, Codec, Counting, Mapped, Sniffing, read_head};
 use crate::encoding::{Encoding, EncodingError, transcoding};
-use crate::error::LoadError;
 use crate::parallel_decode::{self, ParallelReader, Part};
+use wireload_publish::LoadError;
 
 /// The input of a load.
 #[derive(Clone)]

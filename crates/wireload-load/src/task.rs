@@ -9,12 +9,11 @@ use arrow::record_batch::RecordBatch;
 use wireload_csv::{FieldBatch, QuoteState, ScanErrorKind, Scanner, first_record_start, line_ends};
 use wireload_types::{ColumnBuilder, Field};
 
-use crate::error::LoadError;
 use crate::options::FieldSource;
 use crate::parse::{GENERATED, LoadCtx};
-use crate::partition::partition_ids;
-use crate::publish::Sites;
 use crate::reject::ChunkRejects;
+use wireload_publish::LoadError;
+use wireload_publish::{Sites, partition_ids};
 
 /// Records deserialized per batch: the field index of a batch stays in L2.
 const BATCH_ROWS: usize = 2048;

@@ -1,7 +1,7 @@
 //! CPU time accounting: per thread, per pool and per process (user + system time), and how
 //! busy the machine's CPUs are (the server's load the `auto` mode reacts to).
 
-pub use wireload_load::{pool_cpu_seconds, thread_cpu_seconds};
+pub use wireload_publish::{pool_cpu_seconds, thread_cpu_seconds};
 
 /// CPU seconds (user + system, `getrusage`) this process has used.
 pub fn process_cpu_seconds() -> f64 {

@@ -35,11 +35,11 @@ use arrow_flight::{FlightData, FlightDescriptor};
 use futures::{SinkExt, StreamExt};
 use prost::Message;
 use rayon::prelude::*;
-use wireload_load::{
-    Dialect, LoadControl, LoadError, LoadOptions, Sink, Sites, Source, Text, pool_cpu_seconds,
-    thread_cpu_seconds,
+use wireload_load::{Dialect, LoadOptions, Source};
+use wireload_publish::dictionary::{FragmentColumn, merge_column};
+use wireload_publish::{
+    LoadControl, LoadError, Sink, Sites, Text, pool_cpu_seconds, thread_cpu_seconds,
 };
-use wireload_storage::dictionary::{FragmentColumn, merge_column};
 use wireload_storage::{Partitioning, TableDef};
 use wireload_types::{ColumnDef, TableSchema};
 
@@ -634,7 +634,7 @@ fn send_fragments(
 ) -> Result<Sent, PushError> {
     let def = client_def(described)?;
     let threads = opts.threads.max(1);
-    let parse_pool = wireload_load::pool(threads)?;
+    let parse_pool = wireload_publish::pool(threads)?;
     let compress_pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("wireload-push-compress-{i}"))

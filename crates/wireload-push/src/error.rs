@@ -1,6 +1,6 @@
 //! The errors of pushing a load: the client's and the server side's.
 
-use wireload_load::LoadError;
+use wireload_publish::LoadError;
 
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]

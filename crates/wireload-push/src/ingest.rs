@@ -19,9 +19,10 @@ use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow::datatypes::{DataType, Field, Schema, UInt8Type, UInt16Type, UInt32Type};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use wireload_load::{
-    Appender, Dialect, LoadControl, LoadError, LoadOptions, MergeStrategy, Schedule, Sites, Source,
-    Text, check_pushed_column, parse_text, pool, pool_cpu_seconds, thread_cpu_seconds,
+use wireload_load::{Dialect, LoadOptions, Source, parse_text};
+use wireload_publish::{
+    Appender, LoadControl, LoadError, MergeStrategy, Schedule, Sites, Text, check_pushed_column,
+    pool, pool_cpu_seconds, thread_cpu_seconds,
 };
 use wireload_storage::{Encoding, Partitioning, Table, TableDef};
 
@@ -758,7 +759,7 @@ fn encoded_column(
             row: first_row + row as u64 + 1,
             column: c + 1,
             column_name: col.name.clone(),
-            problem: Box::new(wireload_load::BadValue::Null),
+            problem: Box::new(wireload_publish::BadValue::Null),
         }));
     }
     let entries = d.values.len();
@@ -774,8 +775,13 @@ fn encoded_column(
     macro_rules! mark {
         ($t:ty) => {{
             let keys = codes.as_primitive::<$t>();
-            crate::codes::mark_used(keys.values(), keys.nulls(), entries, &mut used)
-                .map_err(|e| out_of_range(e.row, e.code))?;
+            wireload_publish::dictionary::mark_used(
+                keys.values(),
+                keys.nulls(),
+                entries,
+                &mut used,
+            )
+            .map_err(|e| out_of_range(e.row, e.code))?;
             // the codes in buffers of their own: storage may keep them as they are, and
             // the frame's buffer holds every column of the fragment
             let keys = PrimitiveArray::<$t>::new(

@@ -10,8 +10,8 @@
 //! - [`hll`], [`size`]: the estimates `SL_S` decides on;
 //! - [`protocol`]: the frames of a push (Arrow IPC payloads in Arrow Flight `DoPut`);
 //! - [`client`]: the client pipeline and its modes;
-//! - [`ingest`]: the server side (validation, units for the append/publish stage), and
-//!   `codes`, its check of an encoded column's codes;
+//! - [`ingest`]: the server side (validation, units for the append/publish stage; the
+//!   check of an encoded column's codes is `wireload_publish::dictionary::mark_used`);
 //! - [`throttle`]: a token bucket on the client's socket;
 //! - [`pipe`]: the `pipe` baseline;
 //! - [`account`]: CPU time per process, thread and step.
@@ -19,7 +19,6 @@
 
 pub mod account;
 pub mod client;
-mod codes;
 mod error;
 pub mod hll;
 pub mod ingest;

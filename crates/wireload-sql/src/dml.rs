@@ -1,6 +1,6 @@
 //! Statements that add or remove rows: `INSERT` (VALUES or a query, with RETURNING),
 //! `CREATE TABLE ... AS` and `TRUNCATE`. Rows enter a table through the load's one
-//! append/publish stage (`wireload_load::append_batches`), so constraints are checked and
+//! append/publish stage (`wireload_publish::append_batches`), so constraints are checked and
 //! the new version is published in one step exactly as for a load.
 
 use std::collections::HashSet;

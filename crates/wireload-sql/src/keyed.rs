@@ -476,10 +476,10 @@ impl KeyedUpdate {
             for (c, e) in &self.set {
                 values[*c] = e.evaluate(&input)?.into_array(1)?;
             }
-            let new_row = crate::rewrite::unconverted_rows(&def.arrow_schema, values)?;
+            let new_row = crate::replace::unconverted_rows(&def.arrow_schema, values)?;
             // checked and converted like any row entering the table
             let what = format!("UPDATE {}", def.name);
-            let parts = wireload_load::table_chunks(def, &what, &new_row).map_err(|error| {
+            let parts = wireload_publish::table_chunks(def, &what, &new_row).map_err(|error| {
                 SqlError::Load {
                     table: def.name.clone(),
                     error,

@@ -38,7 +38,7 @@ mod limits;
 mod parse;
 mod pushdown;
 mod rebase;
-mod rewrite;
+mod replace;
 mod roles;
 mod rows;
 mod settings;
@@ -312,7 +312,7 @@ impl Database {
 
     /// Turns background compaction on or off (on by default) for every session: with it,
     /// a DELETE or UPDATE that leaves a quarter of a table's rows deleted (and at least
-    /// 1024) starts one ([`wireload_load::compact`]).
+    /// 1024) starts one ([`wireload_publish::compact`]).
     pub fn set_auto_compaction(&self, on: bool) {
         self.auto_compaction
             .store(on, std::sync::atomic::Ordering::SeqCst);

@@ -22,7 +22,7 @@ use wireload_load::LoadControl;
 use wireload_storage::{IndexDef, Partition, Table, TableDef, TableVersion};
 
 use crate::error::SqlError;
-use crate::rewrite::remove_entries;
+use crate::replace::remove_entries;
 
 /// `current` with the writes the transaction made to `private` (its copy of `base`)
 /// replayed on it, numbered after both; `None` on a conflict: another write since `base`
@@ -91,7 +91,8 @@ pub(crate) fn rebase(
     if !appended.is_empty() {
         let table = Table::with_version(Arc::clone(def), Arc::new(next));
         let what = format!("COMMIT of table \"{}\"", def.name);
-        match wireload_load::append_batches(&table, &what, 0, appended, &LoadControl::default()) {
+        match wireload_publish::append_batches(&table, &what, 0, appended, &LoadControl::default())
+        {
             Ok(_) => {}
             Err(
                 wireload_load::LoadError::DuplicateKey { .. }

@@ -125,7 +125,7 @@ pub(crate) fn load_binary(
         BinaryFormat::Parquet => wireload_unload::parquet::read_parquet_file(path),
     };
     let (_, batches, report) = read?;
-    let mut loaded = wireload_load::append_batches(table, shown, report.bytes, batches, ctl)
+    let mut loaded = wireload_publish::append_batches(table, shown, report.bytes, batches, ctl)
         .map_err(|error| SqlError::Load {
             table: table.name().to_string(),
             error,

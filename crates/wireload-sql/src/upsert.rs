@@ -23,7 +23,7 @@ use wireload_storage::{RowId, Table, TableDef, TableVersion, plain_batch};
 
 use crate::dml::{ConflictTarget, DoUpdate};
 use crate::error::SqlError;
-use crate::rewrite::{self, NewRows, RowMarks, Written};
+use crate::replace::{self, NewRows, RowMarks, Written};
 
 /// Column that numbers the clashing rows in the query that computes their new values.
 const ROW: &str = "__wireload_row";
@@ -75,7 +75,7 @@ pub(crate) fn split(
     for row in 0..proposed.num_rows() {
         let key = keys.get(row);
         if !seen.insert(key) {
-            return Err(SqlError::UpsertTwice(wireload_load::key_text(
+            return Err(SqlError::UpsertTwice(wireload_publish::key_text(
                 proposed,
                 &index.def.columns,
                 row,
@@ -143,7 +143,7 @@ pub(crate) async fn updated(
         });
         e
     };
-    let values = rewrite::assigned(def, &up.assignments, "ON CONFLICT DO UPDATE")?;
+    let values = replace::assigned(def, &up.assignments, "ON CONFLICT DO UPDATE")?;
     let mut projection: Vec<ast::SelectItem> = def
         .schema
         .columns
@@ -187,7 +187,7 @@ pub(crate) async fn updated(
         op: ast::BinaryOperator::Eq,
         right: Box::new(column(&excluded, ROW)),
     };
-    let query = rewrite::select_query(
+    let query = replace::select_query(
         projection,
         vec![relation(&target), relation(&excluded)],
         Some(same_row),
@@ -222,12 +222,12 @@ pub(crate) async fn updated(
         _ => arrow::compute::prep_null_mask_filter(&keep),
     };
     let columns = found.columns()[..def.schema.columns.len()].to_vec();
-    Ok((rewrite::unconverted_rows(&def.arrow_schema, columns)?, keep))
+    Ok((replace::unconverted_rows(&def.arrow_schema, columns)?, keep))
 }
 
 /// `batch` (the table's columns) with the row numbers 0.. as a last column.
 fn numbered(def: &TableDef, batch: &RecordBatch) -> Result<RecordBatch, SqlError> {
-    let rows = rewrite::unconverted_rows(&def.arrow_schema, batch.columns().to_vec())?;
+    let rows = replace::unconverted_rows(&def.arrow_schema, batch.columns().to_vec())?;
     let mut fields = rows.schema().fields().to_vec();
     fields.push(Arc::new(Field::new(ROW, DataType::UInt64, false)));
     let mut columns = rows.columns().to_vec();
@@ -271,7 +271,7 @@ pub(crate) fn apply(
     }
     let touched = marks.into_touched();
     let new = filter_record_batch(&new, keep)?;
-    let written = rewrite::replace(def, base, touched, NewRows::Given(new), what)?;
+    let written = replace::replace(def, base, touched, NewRows::Given(new), what)?;
     let inserted = split.fresh.num_rows() as u64;
     if inserted == 0 {
         return Ok(written);
@@ -281,12 +281,12 @@ pub(crate) fn apply(
         error,
     };
     // checked and converted as any row entering the table (and returned so)
-    let fresh = rewrite::unconverted_rows(&def.arrow_schema, split.fresh.columns().to_vec())?;
-    let parts = wireload_load::table_chunks(def, what, &fresh).map_err(load_error)?;
+    let fresh = replace::unconverted_rows(&def.arrow_schema, split.fresh.columns().to_vec())?;
+    let parts = wireload_publish::table_chunks(def, what, &fresh).map_err(load_error)?;
     let fresh = concat_batches(&base.schema, &parts)?;
     let parts: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
     let table = Table::with_version(Arc::clone(def), Arc::new(written.version));
-    wireload_load::append_batches(&table, what, 0, parts, &LoadControl::default())
+    wireload_publish::append_batches(&table, what, 0, parts, &LoadControl::default())
         .map_err(load_error)?;
     let mut returned = vec![fresh];
     returned.extend(written.returned);

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use wireload_load::{LoadControl, LoadError};
+use wireload_publish::{LoadControl, LoadError};
 use wireload_storage::{Catalog, Compression, IndexDef, IndexKind, Partitioning, Table, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
@@ -707,8 +707,9 @@ impl Export {
                 table: m.name.clone(),
                 error,
             };
-            let report = wireload_load::append_batches(&table, &source, table_bytes, batches, ctl)
-                .map_err(load)?;
+            let report =
+                wireload_publish::append_batches(&table, &source, table_bytes, batches, ctl)
+                    .map_err(load)?;
             if report.rows != m.rows {
                 return Err(ExportError::Damaged {
                     path: manifest_path.clone(),
@@ -719,7 +720,7 @@ impl Export {
                 });
             }
             for ix in extra {
-                wireload_load::create_index(&table, ix).map_err(load)?;
+                wireload_publish::create_index(&table, ix).map_err(load)?;
             }
             rows += report.rows;
             tables.push(table);

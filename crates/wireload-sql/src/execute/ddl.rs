@@ -87,7 +87,7 @@ impl Database {
         }
         let table_name = table.name().to_string();
         self.run_blocking(None, move || {
-            wireload_load::create_index(&table, ix).map_err(|error| SqlError::Load {
+            wireload_publish::create_index(&table, ix).map_err(|error| SqlError::Load {
                 table: table_name,
                 error,
             })

@@ -192,7 +192,7 @@ impl Database {
         let batch = RecordBatch::try_new(def.arrow_schema.clone(), columns)
             .map_err(|e| SqlError::Internal(format!("wireload_rejects: {e}")))?;
         let table = Table::new(def);
-        wireload_load::append_batches(
+        wireload_publish::append_batches(
             &table,
             "wireload_rejects",
             0,

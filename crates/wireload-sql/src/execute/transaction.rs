@@ -80,7 +80,7 @@ impl Database {
                     Some(t) => {
                         // a replay on a newer version runs under the writer locks: on
                         // the pool of their own
-                        let pool = wireload_load::locked_pool(self.threads)
+                        let pool = wireload_publish::locked_pool(self.threads)
                             .map_err(|e| SqlError::Resources(e.to_string()))?;
                         for table in t.commit(&self.catalog, &pool)? {
                             self.compact_later(&table);

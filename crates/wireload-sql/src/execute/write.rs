@@ -18,7 +18,7 @@ impl Database {
                 ast::Statement::Update(u) if u.from.is_some() => Some((
                     "UPDATE",
                     Some(&u.table.relation),
-                    Box::new(|def| rewrite::update_from_query(u, def)),
+                    Box::new(|def| replace::update_from_query(u, def)),
                 )),
                 ast::Statement::Delete(d) if d.using.is_some() => {
                     let (ast::FromTable::WithFromKeyword(from)
@@ -26,7 +26,7 @@ impl Database {
                     Some((
                         "DELETE",
                         from.first().map(|t| &t.relation),
-                        Box::new(|def| rewrite::delete_using_query(d, def)),
+                        Box::new(|def| replace::delete_using_query(d, def)),
                     ))
                 }
                 _ => None,
@@ -43,7 +43,7 @@ impl Database {
                     DfStatement::Statement(Box::new(ast::Statement::Query(Box::new(query))));
                 let plan = self.ctx.state().statement_to_plan(statement).await?;
                 return self
-                    .rewrite_by_query(&table, command, plan, write.returning, ctl)
+                    .replace_by_query(&table, command, plan, write.returning, ctl)
                     .await;
             }
         }
@@ -80,7 +80,7 @@ impl Database {
                 Ok(out)
             }
             WriteOp::Update | WriteOp::Delete => {
-                let out = self.rewrite(&table, dml, returning, ctl).await?;
+                let out = self.replace_rows(&table, dml, returning, ctl).await?;
                 self.compact_later(&table);
                 Ok(out)
             }
@@ -189,7 +189,7 @@ impl Database {
     /// other write to the table was published meanwhile; else tried again, the last time
     /// holding the table's writer lock throughout (so a stream of loads or inserts into the
     /// table cannot starve it).
-    pub(crate) async fn rewrite(
+    pub(crate) async fn replace_rows(
         &self,
         table: &Arc<Table>,
         dml: DmlStatement,
@@ -202,13 +202,13 @@ impl Database {
         } else {
             "DELETE"
         };
-        let row_write = match rewrite::RowWrite::plan(&self.ctx, &dml, &table.def().arrow_schema) {
+        let row_write = match replace::RowWrite::plan(&self.ctx, &dml, &table.def().arrow_schema) {
             Ok(w) => Arc::new(w),
             // FROM, subqueries, LIMIT: a query finds the rows
             Err(SqlError::NotSupported(_)) => {
-                let query = rewrite::query_of(&dml, table.def())?;
+                let query = replace::query_of(&dml, table.def())?;
                 return self
-                    .rewrite_by_query(table, command, query, returning, ctl)
+                    .replace_by_query(table, command, query, returning, ctl)
                     .await;
             }
             Err(e) => return Err(e),
@@ -220,7 +220,7 @@ impl Database {
             let what = format!("{command} {}", quote_ident(table.name()));
             let written = self
                 .run_blocking(None, move || {
-                    rewrite::apply(target.def(), &snapshot, &write, &what)
+                    replace::apply(target.def(), &snapshot, &write, &what)
                 })
                 .await?;
             if let Some(out) = self
@@ -238,13 +238,13 @@ impl Database {
         }
         // the lock is taken off the load pools and the work runs on a pool of its own: a
         // load pool's thread may be waiting for the lock
-        let pool = wireload_load::locked_pool(self.threads)
+        let pool = wireload_publish::locked_pool(self.threads)
             .map_err(|e| SqlError::Resources(e.to_string()))?;
         let (ctx, runtime) = (self.ctx.clone(), tokio::runtime::Handle::try_current().ok());
         let (rows, returning) = off_runtime(move || {
             let guard = target.begin_write();
             let written =
-                pool.install(|| rewrite::apply(target.def(), guard.base(), &write, &what))?;
+                pool.install(|| replace::apply(target.def(), guard.base(), &write, &what))?;
             // RETURNING before publishing: when it fails, nothing changes
             let returned = dml::returning_of(
                 &ctx,
@@ -281,7 +281,7 @@ impl Database {
         table: &Arc<Table>,
         command: &'static str,
         base: &TableVersion,
-        written: rewrite::Written,
+        written: replace::Written,
         returning: Option<&[ast::SelectItem]>,
         ctl: &LoadControl,
     ) -> Result<Option<StatementOutput>, SqlError> {
@@ -311,9 +311,9 @@ impl Database {
     }
 
     /// `UPDATE` or `DELETE` whose rows (by primary key) and new values `query` finds
-    /// ([`rewrite::query_of`]); published when no other write to the table was published
+    /// ([`replace::query_of`]); published when no other write to the table was published
     /// since the query's snapshot, else run again (40001 after the last attempt).
-    pub(crate) async fn rewrite_by_query(
+    pub(crate) async fn replace_by_query(
         &self,
         table: &Arc<Table>,
         command: &'static str,
@@ -341,7 +341,7 @@ impl Database {
             let what = format!("{command} {}", quote_ident(table.name()));
             let written = self
                 .run_blocking(None, move || {
-                    rewrite::apply_keys(target.def(), &snapshot, &keys, new, &what)
+                    replace::apply_keys(target.def(), &snapshot, &keys, new, &what)
                 })
                 .await?;
             if let Some(out) = self
@@ -456,7 +456,7 @@ impl Database {
         let file = format!("{what} {}", quote_ident(&name));
         let ctl = ctl.clone();
         self.run_blocking(None, move || {
-            wireload_load::append_batches(&target, &file, 0, batches, &ctl)
+            wireload_publish::append_batches(&target, &file, 0, batches, &ctl)
                 .map(|report| report.rows)
                 .map_err(|error| SqlError::Load { table: name, error })
         })
@@ -470,7 +470,7 @@ impl Database {
         if !self
             .auto_compaction
             .load(std::sync::atomic::Ordering::SeqCst)
-            || !wireload_load::worth_compacting(&table.snapshot())
+            || !wireload_publish::worth_compacting(&table.snapshot())
             || !self
                 .catalog
                 .table(table.name())
@@ -478,7 +478,7 @@ impl Database {
         {
             return;
         }
-        let Ok(pool) = wireload_load::compaction_pool() else {
+        let Ok(pool) = wireload_publish::compaction_pool() else {
             return;
         };
         if !table.claim_compaction() {
@@ -486,7 +486,7 @@ impl Database {
         }
         let target = Arc::clone(table);
         pool.spawn(move || {
-            if let Err(e) = wireload_load::compact(&target) {
+            if let Err(e) = wireload_publish::compact(&target) {
                 eprintln!(
                     "wireload: internal error: the compaction of table \"{}\" failed: {e}",
                     target.name()

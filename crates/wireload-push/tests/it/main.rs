@@ -1,0 +1,3 @@
+//! The integration tests of wireload-push, one binary: each module was one file.
+
+mod pipe;
