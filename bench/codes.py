@@ -6,7 +6,7 @@ code ranges once per partition and drops failing rows before decoding anything
 (crates/wireload-query/src/codes.rs). This compares two builds of wireload on the same
 data: `--baseline`, a build without code tests (the recorded run used this commit with the
 provider's two calls into `codes` removed, so that nothing else differs), and `--wireload`,
-the build with them; each runs `wireload bench tpch --runs 1` on `auto`
+the build with them; each runs `wireload-bench tpch --runs 1` (the one beside it) on `auto`
 and `dictionary` storage, and the candidate also on `plain` (the reference of issue 16's
 bar). Repetitions are interleaved, each a fresh process with a buffer the size of the load
 touched and freed before it; medians are quoted.
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     add(f"- Command: `{command_line(argv, __file__)}` (commit {git_commit()}; with: "
         f"{wireload_version(args.wireload)}; without: {wireload_version(args.baseline)})")
     add(f"- Data: {args.data}, {csv_bytes / 1e6:.1f} MB of CSV; {args.threads} threads; "
-        f"{args.runs} interleaved repetitions of `wireload bench tpch --runs 1 --compression S`, "
+        f"{args.runs} interleaved repetitions of `wireload-bench tpch --runs 1 --compression S`, "
         "each a fresh process; medians. \"without\" is the build before code tests, \"with\" "
         "the build with them\n")
     labels = [c[0] for c in CONTESTANTS]

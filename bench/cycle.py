@@ -6,7 +6,8 @@ TPC-H queries, unload the database to the engine's compressed binary format; the
 after dropping the tables, reload them from that binary unload (timed separately, not
 part of the cycle). Contestants:
 
-- wireload: `wireload --threads N bench tpch --data DIR --runs 1 --json --work W`
+- wireload: `wireload-bench --threads N tpch --data DIR --runs 1 --json --work W` (the
+  benchmark binary beside `--wireload`)
   (Arrow IPC files with LZ4, `EXPORT DATABASE` / `IMPORT DATABASE`);
 - DuckDB: in-memory database, COPY FROM, the 22 queries, `EXPORT DATABASE ... (FORMAT
   parquet)`, `IMPORT DATABASE`;
@@ -16,7 +17,8 @@ part of the cycle). Contestants:
 - Polars, pyarrow and chDB: the load alone (the 8 tables into memory).
 
 Every query answer of wireload, DuckDB and Hyper (first repetition) is checked against
-DuckDB's answers computed once by bench/tpch_answers.py. Repetitions are interleaved,
+DuckDB's answers computed once by bench/tpch_answers.py, by `wireload-bench answers` (the
+answer check of crates/wireload-tpch, at its strict tolerance). Repetitions are interleaved,
 each in a fresh process; medians are reported in a section of bench/RESULTS.md.
 
     bench/.venv/bin/python bench/cycle.py                    # SF1, 2 threads, 3 runs
@@ -31,7 +33,6 @@ import csv
 import datetime as dt
 import decimal
 import json
-import math
 import os
 import platform
 import shlex
@@ -61,7 +62,7 @@ from load import (
     touch_memory,
 )
 
-QUERY_DIR = REPO / "crates" / "wireload" / "sql" / "tpch"
+QUERY_DIR = REPO / "crates" / "wireload-tpch" / "sql"
 QUERIES = list(range(1, 23))
 
 CYCLE = ["wireload", "duckdb", "hyper"]
@@ -75,20 +76,6 @@ MODULES = {
     "chdb": "chdb",
 }
 
-# The ORDER BY keys of every query as result column positions: rows tied on all of them
-# may come in any order, so such a run of rows is matched as a multiset.
-ORDER_BY: dict[int, list[int]] = {
-    1: [0, 1], 2: [0, 2, 1, 3], 3: [1, 2], 4: [0], 5: [1], 6: [], 7: [0, 1, 2], 8: [0],
-    9: [0, 1], 10: [2], 11: [1], 12: [0], 13: [1, 0], 14: [], 15: [0], 16: [3, 0, 1, 2],
-    17: [], 18: [4, 3], 19: [], 20: [0], 21: [1, 0], 22: [0],
-}  # fmt: skip
-
-# Number comparison of the answer check: equal, or within this relative tolerance, or
-# within one unit of the last decimal place the less precise side printed, at most
-# ABS_TOLERANCE (money is printed with 2 decimals; Hyper rounds quotients to 6).
-REL_TOLERANCE = 1e-6
-ABS_TOLERANCE = 0.01
-
 # The bars of the issue (TPC-H SF1, 2 threads).
 BAR_RELOAD_SPEEDUP = 3.0
 BAR_UNLOAD_SHARE = 0.60
@@ -99,7 +86,7 @@ def query_text(n: int) -> str:
 
 
 # --------------------------------------------------------------------------
-# Answers: writing (workers) and checking (driver)
+# Answers: writing (workers) and checking (driver, through wireload-bench)
 # --------------------------------------------------------------------------
 
 
@@ -132,111 +119,40 @@ def write_answer(path: Path, header: list[str], rows: list[list[object]]) -> Non
             w.writerow([cell_text(v) for v in row])
 
 
-def read_answer(path: Path) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of an answer file. An empty line is a one-column row holding an
-    empty field (wireload writes a one-column NULL so)."""
-    with open(path, newline="") as f:
-        records = list(csv.reader(f))
-    if not records:
-        return [], []
-    header = records[0]
-    rows = [r if r else [""] for r in records[1:]]
-    return header, rows
-
-
-def _decimals(text: str) -> int:
-    """Decimal places of plain number text; -1 for exponent forms."""
-    if "e" in text.lower():
-        return -1
-    _, _, frac = text.partition(".")
-    return len(frac)
-
-
-def cell_matches(actual: str, expected: str) -> tuple[bool, bool]:
-    """(matches, exactly): strings equal after trimming trailing spaces (Hyper pads
-    CHAR(n)); numbers equal, or within REL_TOLERANCE relative, or within one unit of
-    the last decimal place of the less precise side, at most ABS_TOLERANCE."""
-    a, e = actual.rstrip(" "), expected.rstrip(" ")
-    if a == e:
-        return True, True
+def check_answers(
+    args: argparse.Namespace, answers_root: Path, names: list[str]
+) -> tuple[dict[str, dict[int, dict]], str | None]:
+    """The answers in answers_root/NAME checked against answers_root/reference by
+    `wireload-bench answers`: per contestant and query {ok, rows, expected_rows, approx,
+    diffs (at most 3)}, or an error text."""
+    if not names:
+        return {}, None
+    bench = str(Path(args.wireload).with_name("wireload-bench"))
+    cmd = [bench, "answers", "--expected", str(answers_root / "reference")]
+    cmd += [str(answers_root / c) for c in names]
     try:
-        x, y = float(a), float(e)
-    except ValueError:
-        return False, False
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return False, False
-    if decimal.Decimal(a) == decimal.Decimal(e):
-        return True, True  # 12.50 and 12.5
-    diff = abs(x - y)
-    if diff <= REL_TOLERANCE * max(abs(x), abs(y)):
-        return True, False
-    places = [d for d in (_decimals(a), _decimals(e)) if d >= 0]
-    unit = min(ABS_TOLERANCE, 10.0 ** -min(places)) if places else 0.0
-    return diff <= unit * (1 + 1e-9), False
-
-
-def rows_match(act: list[str], exp: list[str]) -> tuple[bool, int]:
-    """(matches, cells within tolerance but not equal)."""
-    if len(act) != len(exp):
-        return False, 0
-    approx = 0
-    for a, e in zip(act, exp):
-        ok, exact = cell_matches(a, e)
-        if not ok:
-            return False, 0
-        approx += not exact
-    return True, approx
-
-
-def compare_answer(query: int, actual: Path, expected: Path) -> dict:
-    """Compares one answer file with the reference; returns {ok, rows, approx, diffs}."""
-    if not actual.is_file():
-        return {"ok": False, "rows": None, "approx": 0, "diffs": [f"no answer file {actual.name}"]}
-    act_header, act_rows = read_answer(actual)
-    exp_header, exp_rows = read_answer(expected)
-    out = {
-        "ok": True,
-        "rows": len(act_rows),
-        "expected_rows": len(exp_rows),
-        "approx": 0,
-        "diffs": [],
+        proc = subprocess.run(
+            cmd, check=False, capture_output=True, text=True, timeout=args.timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {}, f"`{shlex.join(cmd)}` failed: {exc}"
+    if proc.returncode != 0:
+        return {}, f"`{shlex.join(cmd)}` exited {proc.returncode}: {tail(proc.stderr)}"
+    doc = json.loads(proc.stdout)
+    checks = {
+        c: {
+            int(n): {
+                "ok": v["ok"],
+                "rows": v["rows"],
+                "expected_rows": v["expected_rows"],
+                "approx": v["approximate"],
+                "diffs": v["differences"][:3],
+            }
+            for n, v in doc[str(answers_root / c)].items()
+        }
+        for c in names
     }
-    if len(act_header) != len(exp_header):
-        out["diffs"].append(f"{len(act_header)} columns, expected {len(exp_header)}")
-    if len(act_rows) != len(exp_rows):
-        out["diffs"].append(f"{len(act_rows)} rows, expected {len(exp_rows)}")
-    if out["diffs"]:
-        out["ok"] = False
-        return out
-    keys = ORDER_BY[query]
-
-    def key(row: list[str]) -> list[str]:
-        return [row[i].rstrip(" ") for i in keys if i < len(row)]
-
-    start = 0
-    while start < len(exp_rows):
-        end = start + 1
-        while end < len(exp_rows) and key(exp_rows[end]) == key(exp_rows[start]):
-            end += 1
-        # rows tied on every ORDER BY key: match as a multiset
-        pending = list(range(start, end))
-        for i in range(start, end):
-            hit = None
-            for j in pending:
-                ok, approx = rows_match(act_rows[j], exp_rows[i])
-                if ok:
-                    hit = j
-                    out["approx"] += approx
-                    break
-            if hit is None:
-                out["ok"] = False
-                if len(out["diffs"]) < 3:
-                    shown = act_rows[i] if end - start == 1 else "(no match among tied rows)"
-                    out["diffs"].append(f"row {i + 1}: {shown}, expected {exp_rows[i]}")
-            else:
-                pending.remove(hit)
-        start = end
-    return out
+    return checks, None
 
 
 # --------------------------------------------------------------------------
@@ -592,10 +508,10 @@ def run_worker(name: str, job: dict, cwd: Path, timeout: float) -> dict:
 def run_wireload(
     args: argparse.Namespace, specs: list[dict], work: Path, answers: Path | None
 ) -> dict:
-    """One repetition of wireload: `wireload bench tpch --runs 1 --json` in a fresh process."""
+    """One repetition of wireload: `wireload-bench tpch --runs 1 --json` in a fresh process."""
     work.mkdir(parents=True, exist_ok=True)
     cmd = [
-        args.wireload, "--threads", str(args.threads), "bench", "tpch",
+        loadbench.bench_binary(args.wireload), "--threads", str(args.threads), "tpch",
         "--data", str(args.data_dir), "--runs", "1", "--json", "--work", str(work),
     ]  # fmt: skip
     if answers is not None:
@@ -787,21 +703,13 @@ def driver_main(args: argparse.Namespace, argv: list[str]) -> int:
 
         # answer check
         checks: dict[str, dict[int, dict]] = {}
-        if answer_error is None:
-            for c in CYCLE:
-                if c in args.contestants and results.get(c):
-                    checks[c] = {
-                        n: compare_answer(
-                            n,
-                            answers_root / c / f"q{n}.csv",
-                            answers_root / "reference" / f"q{n}.csv",
-                        )
-                        for n in QUERIES
-                    }
         reference_rows = {}
         if answer_error is None:
-            for n in QUERIES:
-                reference_rows[n] = len(read_answer(answers_root / "reference" / f"q{n}.csv")[1])
+            checked = [c for c in CYCLE if c in args.contestants and results.get(c)]
+            checks, answer_error = check_answers(args, answers_root, checked)
+            for per in checks.values():
+                for n, v in per.items():
+                    reference_rows[n] = v["expected_rows"]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # holds the answers unless --answers-dir
 
@@ -1092,15 +1000,16 @@ def render_section(run: dict) -> str:
     L.append("")
     if run["answer_error"]:
         L.append(
-            f"The reference answers could not be computed: {run['answer_error']} — check FAILED."
+            f"The answers could not be checked: {run['answer_error']} — check FAILED."
         )
     else:
         checks = run["answer_checks"]
         L.append(
-            "First repetition's results; same row and column count; strings equal after trimming trailing "
-            f"spaces; numbers equal, or within {REL_TOLERANCE:g} relative, or within one unit of the last "
-            f"decimal place of the less precise side (at most {ABS_TOLERANCE:g}); rows tied on all ORDER BY "
-            "keys matched in any order."
+            "First repetition's results, checked by `wireload-bench answers` (the answer check of "
+            "crates/wireload-tpch, strict tolerance): same row count and column names; text equal "
+            "after trimming trailing spaces; numbers equal as decimals, floats within 1e-9 relative, "
+            "ratios and averages within 1e-6 relative or absolute; rows tied on all ORDER BY keys "
+            "matched in any order."
         )
         L.append("")
         L.append("| contestant | result | queries OK | values within tolerance (not equal) |")
@@ -1146,7 +1055,7 @@ def render_section(run: dict) -> str:
     L.append("How each contestant runs (see bench/README.md):")
     L.append("")
     desc = {
-        "wireload": f"`wireload --threads {threads} bench tpch --data DIR --runs 1 --json --work {run['work_dir']}/...`, "
+        "wireload": f"`wireload-bench --threads {threads} tpch --data DIR --runs 1 --json --work {run['work_dir']}/...`, "
         "one process per repetition; the phase seconds are the ones it reports (CREATE TABLE outside the "
         "timed load; results kept as Arrow batches; `EXPORT DATABASE` to Arrow IPC with LZ4; tables dropped, "
         "then `IMPORT DATABASE` timed)",
@@ -1213,7 +1122,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--data-dir", help="directory of <table>.tbl (default /dev/shm/wireload-tpch-sfN)"
     )
-    p.add_argument("--wireload", default="target/release/wireload", help="wireload binary")
+    p.add_argument(
+        "--wireload",
+        default="target/release/wireload",
+        help="wireload binary (generates missing data; wireload-bench beside it runs the cycle "
+        "and checks the answers)",
+    )
     p.add_argument("--runs", type=int, default=3, help="repetitions per contestant (default 3)")
     p.add_argument("--threads", type=int, default=2, help="threads per contestant (default 2)")
     p.add_argument(

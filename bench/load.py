@@ -681,6 +681,18 @@ def wireload_version(binary: str) -> str:
         return "unknown"
 
 
+def bench_binary(wireload: str) -> str:
+    """The `wireload-bench` binary beside the `wireload` binary `wireload` (cargo builds
+    both into one directory); exits naming the build command when it is missing."""
+    bench = str(Path(wireload).with_name("wireload-bench"))
+    if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
+        sys.exit(
+            f"{bench!r} not found beside {wireload!r}: build both with "
+            "`cargo build --release -p wireload -p wireload-bench`"
+        )
+    return bench
+
+
 def git_commit() -> str:
     try:
         here = os.path.dirname(os.path.abspath(__file__))

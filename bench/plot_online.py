@@ -1,8 +1,8 @@
-"""Plots `wireload bench online --json` output: transactions per second over time, one panel
+"""Plots `wireload-bench online --json` output: transactions per second over time, one panel
 per load (1 and 2 loading threads), the load's span shaded (the Instant Loading paper's
 Figure 14 on this machine).
 
-    wireload bench online --data DIR --json > online.json
+    wireload-bench online --data DIR --json > online.json
     bench/.venv/bin/python bench/plot_online.py online.json bench/online-tps.png
 """
 import json

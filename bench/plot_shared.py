@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots of `wireload bench shared` cells: throughput, bytes sent and CPU seconds (client and
+"""Plots of `wireload-bench shared` cells: throughput, bytes sent and CPU seconds (client and
 server) per mode, one group of bars per cell.
 
     bench/.venv/bin/python bench/plot_shared.py CELL.json... --out bench/shared

@@ -2,7 +2,7 @@
 """Samples which threads of a running `wireload serve` are runnable, and reports the share of
 the CPU the query threads can expect from that.
 
-    # beside a `wireload bench shared ... --queries` run: samples until the server exits
+    # beside a `wireload-bench shared ... --queries` run: samples until the server exits
     python3 bench/server_threads.py sample --out threads.json
     # per half second: the average runnable threads of each name
     python3 bench/server_threads.py timeline threads.json

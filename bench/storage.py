@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Dictionary storage against plain storage: TPC-H SF1 into plain, dictionary and auto tables.
 
-For each storage (`wireload bench tpch --compression plain|dictionary|auto`): the load of
+For each storage (`wireload-bench tpch --compression plain|dictionary|auto`): the load of
 the 8 tables (and of lineitem alone), memory per table after the load (from the tables'
 versions, as `wireload_tables` reports it: column arrays, dictionaries once per partition,
 indexes), how each lineitem column was stored, and the 22 queries' times. Repetitions are
@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import (  # noqa: E402
+    bench_binary,
     command_line,
     git_commit,
     loadavg,
@@ -43,9 +44,10 @@ STORAGES = ["plain", "dictionary", "auto"]
 
 
 def run_once(binary: str, data: Path, work: Path, storage: str, threads: int) -> dict:
-    """One `wireload bench tpch` run on `storage`, as its JSON document."""
+    """One `wireload-bench tpch` run on `storage` with the `wireload-bench` beside the
+    wireload binary `binary`, as its JSON document."""
     cmd = [
-        binary, "--threads", str(threads), "bench", "tpch", "--data", str(data),
+        bench_binary(binary), "--threads", str(threads), "tpch", "--data", str(data),
         "--runs", "1", "--json", "--work", str(work), "--compression", storage,
     ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -142,7 +144,7 @@ def main(argv: list[str]) -> int:
     add(f"- Command: `{command_line(argv, __file__)}` (commit {git_commit()}; {wireload_version(args.wireload)})")
     add(f"- Data: {args.data}, 8 tables, {mb(csv_bytes)} MB of CSV; {args.threads} threads; "
         f"primary keys declared; {args.runs} interleaved repetitions, each a fresh process; medians")
-    add("- Each repetition is `wireload bench tpch --runs 1 --compression S`: load, 22 queries, "
+    add("- Each repetition is `wireload-bench tpch --runs 1 --compression S`: load, 22 queries, "
         "unload, reload; memory is read right after the load. The merge step of a load "
         "(after the chunks are parsed and deserialized) places the chunks, merges the "
         "primary-key index and, for dictionary columns, sorts the fragment dictionaries, "

@@ -1,13 +1,13 @@
 """Expected answers of the TPC-H queries, computed with DuckDB.
 
-Creates the 8 tables with wireload's DDL (crates/wireload/sql/tpch/schema.sql, found
+Creates the 8 tables with wireload's DDL (crates/wireload-tpch/sql/schema.sql, found
 beside the queries), reads the `.tbl` files that `wireload gen tpch` wrote, runs every
 `qN.sql` of the query directory and writes each result as `qN.csv` into the output
 directory: a header row of the column names, then one row per result row, values as
 DuckDB returns them (decimals as exact decimal text, doubles in Python's shortest
 round-trip form, dates as YYYY-MM-DD, NULL as an empty field).
 
-    bench/.venv/bin/python bench/tpch_answers.py --data DIR --queries crates/wireload/sql/tpch --out DIR2
+    bench/.venv/bin/python bench/tpch_answers.py --data DIR --queries crates/wireload-tpch/sql --out DIR2
 
 crates/wireload/tests/tpch-answers-sf0.01/ was made this way from
 `wireload gen tpch --sf 0.01 --out DIR`.

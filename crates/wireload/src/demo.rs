@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use wireload_tpch::{Answer, answers, cycle};
 
 use crate::cli::DemoArgs;
-use crate::cycle;
 use crate::engine::Engine;
 use crate::generate;
-use crate::reference;
 use crate::render;
 
 /// `1234567` as `1,234,567`.
@@ -119,14 +118,15 @@ pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
         println!("{}", render::table(&q.result.0, &q.result.1, None)?);
     }
     for q in &report.queries {
-        match reference::check(q.query.number as i32, args.sf, &q.result.1) {
-            Some(Ok(())) => println!(
+        let answer = Answer::from_batches(&q.result.0, &q.result.1)?;
+        match answers::check_reference(q.query.number, args.sf, &answer) {
+            Some(c) if c.ok() => println!(
                 "Q{} matches the TPC-H reference answer for SF 1",
                 q.query.number
             ),
-            Some(Err(difference)) => println!(
-                "Q{} DIFFERS from the TPC-H reference answer for SF 1: {difference}",
-                q.query.number
+            Some(c) => println!(
+                "Q{} DIFFERS from the TPC-H reference answer for SF 1: {}",
+                q.query.number, c.differences[0]
             ),
             None => {}
         }

@@ -65,14 +65,6 @@ impl Engine {
         self.db.in_transaction()
     }
 
-    /// Parses `sql` and runs its statements in order; Ctrl-C cancels the running one.
-    pub fn run(&self, sql: &str) -> Result<Vec<StatementOutput>> {
-        wireload_sql::parse_script(sql)?
-            .into_iter()
-            .map(|p| self.run_statement(p.statement))
-            .collect()
-    }
-
     /// Runs one parsed statement; Ctrl-C cancels it.
     pub fn run_statement(&self, statement: Statement) -> Result<StatementOutput> {
         self.interruptible(|db, ctl| async move { db.execute_statement(statement, &ctl).await })
@@ -181,6 +173,25 @@ impl Engine {
         drop(watch);
         self.interrupt.store(false, Ordering::SeqCst);
         result
+    }
+}
+
+/// The demo's cycle runs on the engine: a progress bar on its loads, Ctrl-C cancels.
+impl wireload_tpch::Session for Engine {
+    fn create_table(&self, def: TableDef) -> Result<()> {
+        Engine::create_table(self, def)
+    }
+
+    fn load(&self, table: &str, source: Source, options: LoadOptions) -> Result<LoadReport> {
+        Engine::load(self, table, source, options, Loader::Cpu)
+    }
+
+    fn run_statement(&self, statement: Statement) -> Result<StatementOutput> {
+        Engine::run_statement(self, statement)
+    }
+
+    fn catalog(&self) -> &Arc<Catalog> {
+        Engine::catalog(self)
     }
 }
 

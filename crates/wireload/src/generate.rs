@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use wireload_load::LoadControl;
+use wireload_tpch::tables::{self, GeneratedTable};
 
 use crate::cli::GenTpchArgs;
 use crate::progress::ProgressWatch;
-use crate::tpch::{self, GeneratedTable};
 
 /// Generates TPC-H at `sf` into `dir` with a progress bar; returns the tables and the seconds taken.
 pub fn tpch_files(
@@ -18,16 +18,16 @@ pub fn tpch_files(
     threads: usize,
 ) -> Result<(Vec<GeneratedTable>, f64)> {
     let ctl = LoadControl {
-        bytes_total: Arc::new(AtomicU64::new(tpch::estimated_total_bytes(sf))),
+        bytes_total: Arc::new(AtomicU64::new(tables::estimated_total_bytes(sf))),
         ..Default::default()
     };
     let watch = ProgressWatch::start(&ctl);
     let started = Instant::now();
-    let tables = tpch::generate(sf, dir, threads, &ctl.bytes_done)
+    let generated = tables::generate(sf, dir, threads, &ctl.bytes_done)
         .with_context(|| format!("cannot generate TPC-H data into {}", dir.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     drop(watch);
-    Ok((tables, seconds))
+    Ok((generated, seconds))
 }
 
 /// Runs `wireload gen tpch`; prints a line per file on standard error.

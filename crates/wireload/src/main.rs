@@ -1,28 +1,21 @@
 //! The `wireload` binary: interactive SQL shell, one-shot SQL, scripts, TPC-H data
-//! generation, the demo, and the server (`wireload serve`).
+//! generation, the demo, the server (`wireload serve`) and its Shared Loading client
+//! (`wireload push`). The benchmarks are the `wireload-bench` binary.
 
-mod bench;
 mod cli;
-mod cycle;
 mod demo;
 mod engine;
 mod generate;
 mod inline;
 mod interrupt;
-mod lookup;
 mod oneshot;
-mod online;
 mod output;
 mod progress;
 mod push;
-mod queries;
-mod reference;
 mod render;
 mod script;
 mod serve;
-mod shared;
 mod shell;
-mod tpch;
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
@@ -30,7 +23,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::cli::{BenchCommand, Cli, Command, GenCommand};
+use crate::cli::{Cli, Command, GenCommand};
 use crate::engine::Engine;
 
 fn run(cli: Cli) -> Result<()> {
@@ -52,12 +45,6 @@ fn run(cli: Cli) -> Result<()> {
             args,
             threads.unwrap_or_else(all_cores),
         ),
-        Some(Command::Bench(BenchCommand::Lookup(args))) => lookup::lookup(args, threads),
-        Some(Command::Bench(BenchCommand::Online(args))) => online::online(args, threads),
-        Some(Command::Bench(BenchCommand::Shared(args))) => shared::run(args),
-        Some(Command::Bench(BenchCommand::Tpch(args))) => {
-            bench::tpch(args, threads, threads.unwrap_or_else(all_cores))
-        }
         Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
         Some(Command::Sniff(args)) => oneshot::sniff(args),
         Some(Command::Serve(args)) => serve::run(args, threads),

@@ -94,25 +94,6 @@ pub fn table(
     Ok(table.to_string())
 }
 
-/// Every value of `batches` as text, row by row (NULL as `NULL`).
-pub fn cells(batches: &[RecordBatch]) -> io::Result<Vec<Vec<String>>> {
-    let opts = options("NULL");
-    let mut rows = Vec::with_capacity(row_count(batches));
-    for batch in batches {
-        let columns = plain_columns(batch)?;
-        let formatters = formatters(&columns, &opts)?;
-        for row in 0..batch.num_rows() {
-            rows.push(
-                formatters
-                    .iter()
-                    .map(|f| f.value(row).to_string())
-                    .collect(),
-            );
-        }
-    }
-    Ok(rows)
-}
-
 /// An aligned table of ready-made text cells; the columns in `right` are right-aligned.
 pub fn text_table(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
     let mut table = Table::new();

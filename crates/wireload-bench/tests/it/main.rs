@@ -1,0 +1,3 @@
+//! The integration tests of the `wireload-bench` binary, one test binary.
+
+mod cli;
