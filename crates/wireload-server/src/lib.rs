@@ -6,11 +6,11 @@
 // `SqlError` is large (it carries the load and DataFusion errors by value)
 #![allow(clippy::result_large_err)]
 
-pub mod catalog;
 pub mod config;
 mod copy;
 mod errors;
 mod params;
+pub mod pg_catalog;
 mod server;
 mod session;
 mod types;

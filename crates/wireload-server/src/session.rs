@@ -103,7 +103,7 @@ impl Connection {
     pub fn new(shared: Arc<Shared>, refused: bool) -> Self {
         // no rights until the login names its role
         let session = Arc::new(shared.db.client_session(Arc::clone(&shared.settings.files)));
-        if let Err(e) = crate::catalog::install(&session) {
+        if let Err(e) = crate::pg_catalog::install(&session) {
             tracing::warn!(error = %e, "the pg_catalog tables are missing in this session");
         }
         Connection {
@@ -305,7 +305,7 @@ impl Connection {
                     if let Some(response) = self.pg_setting(inner) {
                         return response;
                     }
-                    crate::catalog::rewrite(inner);
+                    crate::pg_catalog::rewrite(inner);
                 }
                 Statement::Query(q)
             }
@@ -710,7 +710,7 @@ impl QueryParser for Parser {
                     ) {
                         return Ok(Some(Arc::new(PgStatement::Other(Statement::Query(q)))));
                     }
-                    crate::catalog::rewrite(inner);
+                    crate::pg_catalog::rewrite(inner);
                 }
                 Statement::Query(q)
             }

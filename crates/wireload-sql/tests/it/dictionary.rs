@@ -2,11 +2,9 @@
 //! plain ones, through loads that grow the dictionaries, INSERT, UPDATE, DELETE, indexes,
 //! unload and failed loads; `auto` decides per column; the system views tell what was decided.
 
-mod common;
-
 use std::fmt::Write as _;
 
-use common::{db, fail, lit, query, run, srow};
+use crate::common::{db, fail, lit, query, run, srow};
 use wireload_sql::{Database, StatementOutput};
 
 /// Columns of every type, with NULLs allowed.
@@ -602,7 +600,7 @@ async fn tables_of_several_dictionary_runs_answer_as_plain_ones() {
     let db = db(2);
     let dir = tempfile::tempdir().unwrap();
     // more rows than a dictionary run holds: the first load seals its run on the way
-    let big = wireload_load::DICTIONARY_RUN_ROWS + 40_000;
+    let big = wireload_publish::DICTIONARY_RUN_ROWS + 40_000;
     let first = file(&dir, "first.csv", &runs_csv(0, big, 60_000, ""));
     // new values between the old ones start the run after the sealed one; old values join
     // it too (each run has its own dictionary)

@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
 
 use arrow::array::{Array, StringArray};
 use arrow::datatypes::DataType;

@@ -1,11 +1,9 @@
 //! Unload and reload through SQL: COPY ... TO in every format, COPY ... FROM Arrow and
 //! Parquet, EXPORT / IMPORT DATABASE with damaged files.
 
-mod common;
-
 use std::path::Path;
 
-use common::{db, fail, lit, query, run};
+use crate::common::{db, fail, lit, query, run};
 use wireload_sql::{Database, StatementOutput};
 
 /// A table with every type, NULLs, empty strings, quotes, newlines, unicode and extremes.
@@ -33,7 +31,7 @@ async fn everything(db: &Database, dir: &Path) {
     .unwrap();
 }
 
-async fn all_rows(db: &Database, table: &str) -> Vec<common::Row> {
+async fn all_rows(db: &Database, table: &str) -> Vec<crate::common::Row> {
     query(db, &format!("SELECT * FROM {table} ORDER BY id")).await
 }
 

@@ -2,14 +2,12 @@
 //! writer lock only for its merge. The loads read pipes the tests feed, so the other
 //! session's statements run while a load is certainly in progress.
 
-mod common;
-
 use std::io::{PipeWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{db, fail, query, run, srow};
+use crate::common::{db, fail, query, run, srow};
 use wireload_load::{Dialect, LoadControl, LoadOptions, LoadReport, Schedule, Source};
 use wireload_sql::{Database, SqlError, StatementOutput};
 

@@ -3,13 +3,11 @@
 //! chunk size and the thread count, every time, also while other threads keep the CPUs busy;
 //! LIMIT gives the first rows; COPY TO, EXPORT/IMPORT keep the order.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{Row, db, lit, query, run};
+use crate::common::{Row, db, lit, query, run};
 use wireload_sql::Database;
 
 /// Rows `i, s, q` of a file: `s` a word, `q` a quoted field that sometimes holds the
@@ -253,7 +251,7 @@ async fn copy_to_and_export_keep_the_order() {
     run(&db, &format!("EXPORT DATABASE {export}"))
         .await
         .unwrap();
-    let db2 = common::db(2);
+    let db2 = crate::common::db(2);
     run(&db2, &format!("IMPORT DATABASE {export}"))
         .await
         .unwrap();

@@ -2,12 +2,10 @@
 //! from a file, `COPY ... (AUTO)`, globs and compressed files, column types inferred and
 //! re-planned, mixed-case header names, error policies and `wireload_rejects`.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 
-use common::{db, fail, query, run, srow};
+use crate::common::{db, fail, query, run, srow};
 use wireload_sql::StatementOutput;
 
 fn file(dir: &Path, name: &str, contents: &str) -> String {
@@ -438,8 +436,8 @@ async fn copy_with_a_column_list_reads_those_columns_and_leaves_the_others_null(
     assert_eq!(
         query(&db, "SELECT a, b, c FROM t ORDER BY a").await,
         vec![
-            common::row(&[Some("1"), None, Some("2024-01-05")]),
-            common::row(&[Some("2"), None, Some("2024-01-06")]),
+            crate::common::row(&[Some("1"), None, Some("2024-01-05")]),
+            crate::common::row(&[Some("2"), None, Some("2024-01-06")]),
         ]
     );
     // every column in table order is the plain COPY; several files at once too
@@ -457,8 +455,8 @@ async fn copy_with_a_column_list_reads_those_columns_and_leaves_the_others_null(
         query(&db, "SELECT a, b, c FROM t WHERE a >= 3 ORDER BY a").await,
         vec![
             srow(&["3", "x", "2024-01-07"]),
-            common::row(&[Some("9"), None, None]),
-            common::row(&[Some("10"), None, None]),
+            crate::common::row(&[Some("9"), None, None]),
+            crate::common::row(&[Some("10"), None, None]),
         ]
     );
     // refused before anything is read, the table unchanged

@@ -1,14 +1,12 @@
 //! Cancelling statements: `statement_timeout` and the cancel flag (Ctrl-C, a client's cancel
 //! request) stop queries, INSERTs and loads, and nothing of a cancelled statement remains.
 
-mod common;
-
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{db, query, run, srow};
+use crate::common::{db, query, run, srow};
 use wireload_load::LoadControl;
 use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
 

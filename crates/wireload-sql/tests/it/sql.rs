@@ -1,10 +1,8 @@
 //! SQL behaviour end to end: CREATE, COPY with every option, queries, DROP, errors.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{db, fail, lit, query, row, run, srow};
+use crate::common::{db, fail, lit, query, row, run, srow};
 use wireload_sql::{SqlError, SqlState, StatementOutput};
 
 /// Writes `contents` to `name` in `dir` and returns the path as a SQL literal.
@@ -14,7 +12,7 @@ fn file(dir: &Path, name: &str, contents: &str) -> String {
     lit(path.to_str().unwrap())
 }
 
-fn count(rows: &[common::Row]) -> i64 {
+fn count(rows: &[crate::common::Row]) -> i64 {
     rows[0][0].as_deref().unwrap().parse().unwrap()
 }
 
@@ -42,7 +40,7 @@ async fn outputs_one_result_per_statement() {
     match &out[2] {
         StatementOutput::Rows { schema, batches } => {
             assert_eq!(schema.field(0).name(), "s");
-            assert_eq!(common::rows_of(batches), vec![srow(&["6"])]);
+            assert_eq!(crate::common::rows_of(batches), vec![srow(&["6"])]);
         }
         other => panic!("{other:?}"),
     }
@@ -256,7 +254,7 @@ async fn partitioned_tables_put_each_row_in_exactly_one_partition() {
     let mut seen_v = Vec::new();
     let mut key_partition = std::collections::HashMap::new();
     for (pi, part) in snap.partitions.iter().enumerate() {
-        let rows = common::rows_of(&part.chunks);
+        let rows = crate::common::rows_of(&part.chunks);
         for r in rows {
             let k = r[0].clone().unwrap();
             let prev = key_partition.insert(k.clone(), pi);
@@ -470,7 +468,7 @@ async fn a_query_sees_one_snapshot() {
     let old = datafusion::physical_plan::collect(plan, task)
         .await
         .unwrap();
-    assert_eq!(common::rows_of(&old), vec![srow(&["3", "6"])]);
+    assert_eq!(crate::common::rows_of(&old), vec![srow(&["3", "6"])]);
     assert_eq!(
         query(&db, "SELECT count(*), sum(x) FROM s").await,
         vec![srow(&["6", "12"])]

@@ -1,9 +1,7 @@
 //! The PostgreSQL front end driven by real clients: psql (Debian's postgresql-client) and
 //! Python's psycopg 3, against a server started by the test.
 
-mod common;
-
-use common::{PASSWORD, TestServer, USER, failed, ok, self_signed};
+use crate::common::{PASSWORD, TestServer, USER, failed, ok, self_signed};
 
 /// A table with a column of every wireload type, and three rows (one of NULLs).
 const TYPES: &str = "

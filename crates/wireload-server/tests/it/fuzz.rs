@@ -3,15 +3,13 @@
 //! a psycopg session keeps querying. The server stays up, the session keeps getting the
 //! right answers, no table changes, and no connection task panics.
 
-mod common;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{TestServer, USER, ok};
+use crate::common::{TestServer, USER, ok};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

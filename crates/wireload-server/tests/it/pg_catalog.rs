@@ -1,12 +1,12 @@
 //! psql 15's catalog queries (captured with `psql -E` against PostgreSQL 15) for `\dt`, `\d`,
 //! `\d name`, `\di`, `\dv`, `\dn` and `\l`, and what drivers ask on connect, run in process
-//! the way the server runs them: `parse_script`, `catalog::rewrite`, `execute_statement`.
+//! the way the server runs them: `parse_script`, `pg_catalog::rewrite`, `execute_statement`.
 
 use arrow::array::Array;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::sql::parser::Statement as DfStatement;
 use wireload_load::LoadControl;
-use wireload_server::catalog;
+use wireload_server::pg_catalog;
 use wireload_sql::{Database, DbConfig, Statement, StatementOutput, parse_script};
 
 /// Result rows as text (`NULL` for nulls).
@@ -19,7 +19,7 @@ async fn query(db: &Database, sql: &str) -> Result<Rows, String> {
     let statement = match parsed.remove(0).statement {
         Statement::Query(mut q) => {
             if let DfStatement::Statement(s) = q.as_mut() {
-                catalog::rewrite(s);
+                pg_catalog::rewrite(s);
             }
             Statement::Query(q)
         }
@@ -84,7 +84,7 @@ async fn database() -> Database {
     )
     .await
     .unwrap();
-    catalog::install(&db).unwrap();
+    pg_catalog::install(&db).unwrap();
     db
 }
 

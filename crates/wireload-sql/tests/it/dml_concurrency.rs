@@ -2,12 +2,10 @@
 //! versions only, and concurrent writes to one table never lose an update (the later one
 //! starts again, never overwrites), loads into the same table included.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::{db, query, run, srow};
+use crate::common::{db, query, run, srow};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wireload_load::LoadControl;

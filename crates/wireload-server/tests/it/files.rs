@@ -1,12 +1,10 @@
 //! A network client reaches the server's files only beneath the directories the operator
 //! allowed: every statement that names a path, tried over psql as a hostile client would.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{TestServer, failed, ok};
+use crate::common::{TestServer, failed, ok};
 use wireload_sql::FileGate;
 
 /// psql's error for `sql`, with its SQLSTATE (`\set VERBOSITY verbose`).

@@ -2,11 +2,9 @@
 //! other tables, a role that was never granted anything on `secret` neither changes it nor
 //! sees a value of it, by any statement of the mix.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{query, rows_of};
+use crate::common::{query, rows_of};
 use proptest::prelude::*;
 use wireload_load::LoadControl;
 use wireload_sql::{Actor, Database, DbConfig, StatementOutput};

@@ -1,12 +1,10 @@
 //! Primary keys, UNIQUE constraints and CREATE INDEX: validated while loading, atomic on
 //! failure, errors naming the key and the lines, kept through EXPORT/IMPORT.
 
-mod common;
-
 use std::fmt::Write as _;
 use std::path::Path;
 
-use common::{db, fail, lit, query, run, srow};
+use crate::common::{db, fail, lit, query, run, srow};
 use wireload_sql::Database;
 
 /// Writes `contents` to `name` in `dir` and returns the path as a SQL literal.
@@ -16,7 +14,7 @@ fn file(dir: &Path, name: &str, contents: &str) -> String {
     lit(path.to_str().unwrap())
 }
 
-fn count(db_rows: &[common::Row]) -> i64 {
+fn count(db_rows: &[crate::common::Row]) -> i64 {
     db_rows[0][0].as_deref().unwrap().parse().unwrap()
 }
 
@@ -268,7 +266,7 @@ async fn keys_survive_export_and_import_and_binary_loads_check_them() {
         schema.contains("CREATE INDEX \"t_s\" ON \"t\" (\"s\") USING ART"),
         "{schema}"
     );
-    let db2 = common::db(2);
+    let db2 = crate::common::db(2);
     run(&db2, &format!("IMPORT DATABASE {export}"))
         .await
         .unwrap();

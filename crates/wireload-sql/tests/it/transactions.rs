@@ -1,11 +1,9 @@
 //! BEGIN / COMMIT / ROLLBACK: snapshot isolation between sessions, reading one's own writes,
 //! all-or-nothing commits over several tables, first committer wins, failed transactions.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{db, query, run, srow};
+use crate::common::{db, query, run, srow};
 use wireload_load::LoadControl;
 use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
 

@@ -1,11 +1,9 @@
 //! Roles and privileges over psql, as a hostile client would try them: a role reads and
 //! changes only what it was granted, by every route to the data.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{PASSWORD, TestServer, failed, ok};
+use crate::common::{PASSWORD, TestServer, failed, ok};
 use wireload_sql::FileGate;
 
 const BOB: &str = "bob";
@@ -101,7 +99,7 @@ fn a_role_without_select_cannot_read_a_table_by_any_route() {
          \x20   except psycopg.errors.InsufficientPrivilege:\n\
          \x20       pass\n\
          print('refused')\n",
-        pw = common::PASSWORD.replace('\'', "\\'"),
+        pw = crate::common::PASSWORD.replace('\'', "\\'"),
         bob = BOB_PASSWORD.replace('\'', "\\'"),
     );
     let out = ok(&server.python(&script));

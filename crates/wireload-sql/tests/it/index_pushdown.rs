@@ -6,13 +6,11 @@
 //! scan whenever an index applies, however many rows it selects) and `<t>_scan` (no
 //! pushdown: the whole snapshot, filtered by DataFusion).
 
-mod common;
-
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{Row, db, lit, query, rows_of, run};
+use crate::common::{Row, db, lit, query, rows_of, run};
 use wireload_sql::{Database, SnapshotTable};
 use wireload_storage::{IndexDef, IndexKind, Partitioning, TableDef};
 

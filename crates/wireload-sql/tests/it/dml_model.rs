@@ -5,12 +5,10 @@
 //! model rejects (duplicate key, value too long) changes nothing. A second set, with richer
 //! expressions and RETURNING, is checked against DuckDB (a real DuckDB, from PyPI).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{db, query, run};
+use crate::common::{db, query, run};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use wireload_sql::{SqlState, StatementOutput};
@@ -151,7 +149,7 @@ fn step(rng: &mut StdRng, model: &[Row]) -> Step {
     }
 }
 
-fn rows_of_table(rows: Vec<common::Row>) -> Vec<Row> {
+fn rows_of_table(rows: Vec<crate::common::Row>) -> Vec<Row> {
     rows.into_iter()
         .map(|r| {
             (
@@ -439,8 +437,8 @@ struct Peer {
     ok: bool,
     error: String,
     count: Option<u64>,
-    returning: Option<Vec<common::Row>>,
-    table: Option<Vec<common::Row>>,
+    returning: Option<Vec<crate::common::Row>>,
+    table: Option<Vec<crate::common::Row>>,
 }
 
 impl Peer {
@@ -526,7 +524,7 @@ async fn random_writes_equal_duckdb() {
                         upserts += usize::from(sql.contains("DO UPDATE") && c.rows > 0);
                         if let Some(want) = &duck.returning {
                             let (_, batches) = c.returning.as_ref().expect("RETURNING rows");
-                            let mut got = common::rows_of(batches);
+                            let mut got = crate::common::rows_of(batches);
                             let mut want = want.clone();
                             got.sort();
                             want.sort();

@@ -1,10 +1,8 @@
 //! INSERT, UPDATE, DELETE, CREATE TABLE AS and TRUNCATE: constraints hold, indexes stay
 //! exact, and a failing statement leaves every table as it was.
 
-mod common;
-
+use crate::common::{Row, db, fail, query, row, rows_of, run, srow};
 use arrow::datatypes::DataType;
-use common::{Row, db, fail, query, row, rows_of, run, srow};
 use datafusion::common::ScalarValue;
 use wireload_load::LoadControl;
 use wireload_sql::{Database, SqlError, SqlState, StatementOutput};
@@ -51,7 +49,7 @@ async fn insert_returning() {
         ["tens", "n", "id", "name", "born", "score", "active"]
     );
     assert_eq!(
-        common::rows_of(batches),
+        crate::common::rows_of(batches),
         vec![
             row(&[
                 Some("10"),

@@ -1,11 +1,9 @@
 //! The public CSV conformance suite (`shared/conformance`, beside the repository), run in
 //! place through SQL: CREATE TABLE, COPY ... FROM, then the case's query.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Row, db, lit, rows_of, run};
+use crate::common::{Row, db, lit, rows_of, run};
 use serde_json::Value;
 use wireload_load::{Dialect, Source};
 use wireload_sql::{Database, StatementOutput};
@@ -17,7 +15,7 @@ const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/confor
 /// run; their outcome is not counted.
 const ALLOWED_TO_DIFFER: &[(&str, &str)] = &[
     // tagged "ambiguous" by the suite: PostgreSQL's COPY ... (HEADER) and DuckDB load an
-    // empty file as no rows, and so does wireload (issue 18)
+    // empty file as no rows, and so does wireload
     (
         "csv-test-data/bad-header-no-header",
         "an empty file with HEADER loads no rows, as in PostgreSQL and DuckDB",

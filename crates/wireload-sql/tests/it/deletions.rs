@@ -2,11 +2,9 @@
 //! chunks stay as they are, scans and unloads skip the deleted rows, and every index loses
 //! exactly their entries (no rebuild), so a freed key can be taken again.
 
-mod common;
-
 use std::collections::HashSet;
 
-use common::{lit, query, run, srow};
+use crate::common::{lit, query, run, srow};
 use wireload_sql::{Database, StatementOutput};
 
 /// Runs `sql` and returns its tag (`DELETE 3`).
@@ -60,7 +58,7 @@ fn assert_indexes_exact(db: &Database, table: &str) {
 /// A table of ids 1..=`n` in two chunks, with a secondary ART index on `v` and a unique
 /// hash index on `s`.
 async fn table(n: i64) -> Database {
-    let db = common::db(2);
+    let db = crate::common::db(2);
     run(
         &db,
         "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT, s VARCHAR, UNIQUE (s) USING HASH); \
@@ -165,7 +163,7 @@ async fn key_changing_update_deletes_and_appends() {
     );
     // a unique column changed onto a live value fails and changes nothing
     let before = t.snapshot();
-    let msg = common::fail(&db, "UPDATE t SET s = 's7' WHERE id = 2").await;
+    let msg = crate::common::fail(&db, "UPDATE t SET s = 's7' WHERE id = 2").await;
     assert!(msg.contains("duplicate") || msg.contains("unique"), "{msg}");
     assert_eq!(t.snapshot().number, before.number);
     assert_indexes_exact(&db, "t");
@@ -177,7 +175,7 @@ async fn key_changing_update_deletes_and_appends() {
 
 #[tokio::test]
 async fn update_in_place_keeps_the_deletions() {
-    let db = common::db(2);
+    let db = crate::common::db(2);
     run(
         &db,
         "CREATE TABLE u (id BIGINT PRIMARY KEY, w BIGINT); \
@@ -214,7 +212,7 @@ async fn update_in_place_keeps_the_deletions() {
 
 #[tokio::test]
 async fn deleted_rows_are_not_evaluated_again() {
-    let db = common::db(2);
+    let db = crate::common::db(2);
     run(
         &db,
         "CREATE TABLE z (id INT PRIMARY KEY, x INT); \
@@ -282,7 +280,7 @@ async fn create_index_and_loads_over_deleted_rows() {
         "COPY t FROM {} WITH (FORMAT csv)",
         lit(csv.to_str().unwrap())
     );
-    let msg = common::fail(&db, &copy).await;
+    let msg = crate::common::fail(&db, &copy).await;
     assert!(msg.contains("duplicate"), "{msg}");
     assert_eq!(count_sum(&db).await.0, "300");
 }
@@ -310,7 +308,7 @@ async fn unloads_and_transactions_see_live_rows() {
     )
     .await
     .unwrap();
-    let copy = common::db(2);
+    let copy = crate::common::db(2);
     run(
         &copy,
         &format!("IMPORT DATABASE {}", lit(export.to_str().unwrap())),
@@ -383,7 +381,7 @@ async fn a_compaction_is_no_write_for_transactions() {
     db.set_auto_compaction(false);
     let t = db.catalog().table("t").unwrap();
     change(&db, "DELETE FROM t WHERE id > 1000").await;
-    assert!(wireload_load::worth_compacting(&t.snapshot()));
+    assert!(wireload_publish::worth_compacting(&t.snapshot()));
     let before = t.snapshot();
     // a transaction begun before the compaction writes the table ...
     let other = db.new_session();
@@ -393,12 +391,15 @@ async fn a_compaction_is_no_write_for_transactions() {
     )
     .await
     .unwrap();
-    assert!(wireload_load::compact(&t).unwrap());
+    assert!(wireload_publish::compact(&t).unwrap());
     let after = t.snapshot();
     assert_eq!(after.deleted_rows(), 0);
     assert_eq!(after.content, before.content, "no write");
     assert!(after.number > before.number);
-    assert!(!wireload_load::compact(&t).unwrap(), "nothing left to drop");
+    assert!(
+        !wireload_publish::compact(&t).unwrap(),
+        "nothing left to drop"
+    );
     // ... and commits over it
     run(&other, "COMMIT").await.unwrap();
     assert_eq!(
@@ -438,7 +439,7 @@ async fn concurrent_moves_keep_the_total_through_replays_and_compactions() {
     // the COMMITs replay deletions and appends on versions other sessions changed, and
     // the deleted rows pile up until background compactions run among the transactions
     const ACCOUNTS: u64 = 2000;
-    let main = std::sync::Arc::new(common::db(2));
+    let main = std::sync::Arc::new(crate::common::db(2));
     run(
         &main,
         &format!(
