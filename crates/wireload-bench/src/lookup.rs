@@ -16,7 +16,7 @@ use wireload_sql::StatementOutput;
 use wireload_tpch::{Session, tables};
 
 use crate::cli::LookupArgs;
-use crate::engine::Engine;
+use crate::runner::Runner;
 
 /// Deterministic pseudo-random numbers (splitmix64), so every run looks up the same keys.
 pub(crate) fn splitmix(state: &mut u64) -> u64 {
@@ -37,12 +37,12 @@ pub fn lookup(args: &LookupArgs, threads: Option<usize>) -> Result<()> {
             args.data.display()
         );
     }
-    let engine = Engine::new(threads)?;
+    let runner = Runner::new(threads)?;
     let orders = tables::schema(true)?
         .into_iter()
         .find(|d| d.name == "orders")
         .context("the TPC-H schema has no orders table")?;
-    engine.create_table(orders)?;
+    runner.create_table(orders)?;
     let options = LoadOptions {
         dialect: Dialect {
             delimiter: b'|',
@@ -51,9 +51,9 @@ pub fn lookup(args: &LookupArgs, threads: Option<usize>) -> Result<()> {
         ..LoadOptions::default()
     };
     let started = Instant::now();
-    engine.load("orders", Source::File(path.clone()), options)?;
+    runner.load("orders", Source::File(path.clone()), options)?;
     let load_seconds = started.elapsed().as_secs_f64();
-    let table = engine
+    let table = runner
         .catalog()
         .table("orders")
         .context("orders was created")?;
@@ -150,7 +150,7 @@ pub fn lookup(args: &LookupArgs, threads: Option<usize>) -> Result<()> {
         let started = Instant::now();
         for &k in &sql_keys {
             let q = template.replace("{k}", &k.to_string());
-            let outs = engine.run(&q)?;
+            let outs = runner.run(&q)?;
             let rows: usize = outs
                 .iter()
                 .map(|o| match o {

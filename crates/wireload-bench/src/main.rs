@@ -6,9 +6,9 @@
 
 mod answers;
 mod cli;
-mod engine;
 mod lookup;
 mod online;
+mod runner;
 mod shared;
 mod tpch;
 

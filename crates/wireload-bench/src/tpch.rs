@@ -11,7 +11,7 @@ use wireload_tpch::cycle::{self, CycleReport, text_table};
 use wireload_tpch::tables::{self, GeneratedTable};
 
 use crate::cli::TpchArgs;
-use crate::engine::Engine;
+use crate::runner::Runner;
 
 /// The median of `values` (mean of the middle two for an even count).
 fn median(mut values: Vec<f64>) -> f64 {
@@ -80,10 +80,10 @@ pub fn run(args: &TpchArgs, threads: Option<usize>, workers: usize) -> Result<()
     let csv_bytes: u64 = tables.iter().map(|t| t.bytes).sum();
     let mut reports: Vec<CycleReport> = Vec::new();
     for run in 1..=args.runs {
-        let engine = Engine::new(threads)?;
+        let runner = Runner::new(threads)?;
         let export: PathBuf = work.path().join(format!("export-{run}"));
         let report = cycle::run(
-            &engine,
+            &runner,
             &tables,
             &export,
             !args.no_keys,
@@ -110,7 +110,7 @@ pub fn run(args: &TpchArgs, threads: Option<usize>, workers: usize) -> Result<()
         {
             cycle::write_answers(&report, dir)?;
         }
-        drop(engine);
+        drop(runner);
         reports.push(report);
     }
     let med = |f: &dyn Fn(&CycleReport) -> f64| median(reports.iter().map(f).collect());

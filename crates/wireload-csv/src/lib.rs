@@ -5,7 +5,7 @@
 //! which it starts; the task of a chunk skips the *orphan* at its start (the rest of the
 //! previous chunk's last record) and finishes its own *widow* past its end. Where a chunk
 //! starts inside a quoted field is decided before the tasks run, in parallel, by
-//! [`context::chunk_start_states`] (safe mode), or assumed impossible and checked (fast mode).
+//! [`chunks::chunk_start_states`] (safe mode), or assumed impossible and checked (fast mode).
 //! The scan classifies 64-byte blocks with the SIMD backend chosen for the process
 //! ([`simd::Backend`]: AVX-512, AVX2, SSE 4.2, NEON, or the scalar reference scanner).
 //!
@@ -22,7 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod block;
-pub mod context;
+pub mod chunks;
 mod dialect;
 mod encoding;
 mod error;
@@ -31,7 +31,7 @@ pub mod reference;
 mod scan;
 pub mod simd;
 
-pub use context::{
+pub use chunks::{
     QuoteState, chunk_ranges, chunk_start_states, chunk_states_and_lines, first_record_start,
     last_record_end,
 };

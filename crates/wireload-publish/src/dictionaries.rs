@@ -35,7 +35,7 @@ use arrow::array::{Array, ArrayData, ArrayRef};
 use arrow::record_batch::RecordBatch;
 use wireload_storage::dictionary::DictionaryError;
 use wireload_storage::{
-    Encoding, Partition, TableDef, TableVersion, coded_against, column_bytes, replace_columns,
+    Partition, StoredAs, TableDef, TableVersion, coded_against, column_bytes, replace_columns,
 };
 
 use crate::dictionary::{FragmentColumn, MergedColumn, encode_fragment, merge_column};
@@ -99,24 +99,24 @@ fn encode_in_runs(
     added: Vec<Vec<RecordBatch>>,
     run_rows: RunRows,
 ) -> Result<Vec<Vec<RecordBatch>>, LoadError> {
-    if version.encodings.iter().all(|e| *e == Encoding::Plain) {
+    if version.stored_as.iter().all(|e| *e == StoredAs::Plain) {
         return decode_plain(def, version, added);
     }
     let rows: usize = added.iter().flatten().map(RecordBatch::num_rows).sum();
     let mut tentative = Vec::new();
     if rows >= AUTO_MIN_ROWS {
-        for c in 0..version.encodings.len() {
-            if version.encodings[c] == Encoding::Undecided {
+        for c in 0..version.stored_as.len() {
+            if version.stored_as[c] == StoredAs::Undecided {
                 if repeats(def, &added, c)? {
                     tentative.push(c);
                 } else {
-                    version.encodings[c] = Encoding::Plain;
+                    version.stored_as[c] = StoredAs::Plain;
                 }
             }
         }
     }
-    let columns: Vec<usize> = (0..version.encodings.len())
-        .filter(|&c| version.encodings[c] == Encoding::Dictionary || tentative.contains(&c))
+    let columns: Vec<usize> = (0..version.stored_as.len())
+        .filter(|&c| version.stored_as[c] == StoredAs::Dictionary || tentative.contains(&c))
         .collect();
     // every chunk of a partition, old then added: the old ones whose column is not encoded
     // yet and all added ones are fragments to merge
@@ -155,11 +155,11 @@ fn encode_in_runs(
             entries = entries.max(m.dictionary.len());
         }
         let keep = entries <= AUTO_MAX_ENTRIES && encoded as f64 <= AUTO_MAX_RATIO * plain as f64;
-        version.encodings[c] = if keep {
-            Encoding::Dictionary
+        version.stored_as[c] = if keep {
+            StoredAs::Dictionary
         } else {
             rejected.push(c);
-            Encoding::Plain
+            StoredAs::Plain
         };
     }
     // the merged columns into their chunks
@@ -347,7 +347,7 @@ pub(crate) fn open_run_rows(version: &TableVersion) -> usize {
 /// [`open_run_rows`] with runs ending at `run_rows`.
 fn open_rows(version: &TableVersion, run_rows: RunRows) -> usize {
     let columns =
-        (0..version.encodings.len()).filter(|&c| version.encodings[c] == Encoding::Dictionary);
+        (0..version.stored_as.len()).filter(|&c| version.stored_as[c] == StoredAs::Dictionary);
     columns
         .flat_map(|c| version.partitions.iter().map(move |p| (p, c)))
         .map(|(p, c)| {
@@ -415,7 +415,7 @@ fn decode_plain(
                 .map(|b| {
                     let swaps = (0..b.num_columns())
                         .filter(|&c| {
-                            version.encodings[c] != Encoding::Dictionary
+                            version.stored_as[c] != StoredAs::Dictionary
                                 && wireload_storage::is_dictionary(b.column(c).data_type())
                         })
                         .map(|c| Ok((c, plain_column(def, b.column(c), c)?)))

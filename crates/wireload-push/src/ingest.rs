@@ -24,7 +24,7 @@ use wireload_publish::{
     Appender, LoadControl, LoadError, MergeStrategy, Schedule, Sites, Text, check_pushed_column,
     pool, pool_cpu_seconds, thread_cpu_seconds,
 };
-use wireload_storage::{Encoding, Partitioning, Table, TableDef};
+use wireload_storage::{Partitioning, StoredAs, Table, TableDef};
 
 use crate::PushError;
 use crate::account::MachineLoad;
@@ -69,7 +69,7 @@ impl Ingested {
 /// The table as a client of a push sees it: columns and which it may send encoded.
 pub fn describe(table: &Table, max_frame_bytes: u64) -> Described {
     let def = table.def();
-    let encodings = table.snapshot().encodings.clone();
+    let stored_as = table.snapshot().stored_as.clone();
     let key = match def.partitioning {
         Partitioning::Single => None,
         Partitioning::Hash { column, .. } => Some(column),
@@ -85,7 +85,7 @@ pub fn describe(table: &Table, max_frame_bytes: u64) -> Described {
                 name: col.name.clone(),
                 ty: col.ty,
                 nullable: col.nullable,
-                encodable: encodings.get(c) != Some(&Encoding::Plain)
+                encodable: stored_as.get(c) != Some(&StoredAs::Plain)
                     && Some(c) != key
                     && wireload_storage::dictionary::is_supported(&col.ty.arrow_type())
                     && wireload_storage::dictionary_type(&col.ty),

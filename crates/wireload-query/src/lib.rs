@@ -20,7 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
-mod codes;
+mod code_filters;
 mod index;
 mod order;
 mod provider;

@@ -13,7 +13,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use wireload_storage::{Catalog, Table};
 
-use crate::codes;
+use crate::code_filters;
 use crate::index::{self, IndexAccess};
 use crate::scan::SnapshotScanExec;
 use crate::system::{SystemTable, SystemView};
@@ -115,7 +115,7 @@ impl TableProvider for SnapshotTable {
         } else {
             vec![TableProviderFilterPushDown::Unsupported; filters.len()]
         };
-        let by_codes = codes::pushdown(schema, &version, filters);
+        let by_codes = code_filters::pushdown(schema, &version, filters);
         Ok(by_index
             .into_iter()
             .zip(by_codes)

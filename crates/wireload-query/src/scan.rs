@@ -41,7 +41,7 @@ use datafusion::physical_plan::{
 };
 use wireload_storage::{Deletions, RowId, TableDef, TableVersion, conform};
 
-use crate::codes::{self, ChunkTests};
+use crate::code_filters::{self, ChunkTests};
 use crate::index::IndexAccess;
 
 /// A row range of one chunk: the unit of work spread over output partitions.
@@ -186,10 +186,10 @@ impl SnapshotScanExec {
     }
 
     /// This scan dropping the rows of dictionary columns whose codes fail `filters` (see
-    /// [`codes`]; filters it cannot test on codes are ignored, DataFusion filters again) and
+    /// [`code_filters`]; filters it cannot test on codes are ignored, DataFusion filters again) and
     /// skipping chunks where none can pass.
     pub(crate) fn with_code_filters(mut self, filters: &[Expr]) -> Self {
-        let tests = codes::plan(&self.def.arrow_schema, &self.version, filters);
+        let tests = code_filters::plan(&self.def.arrow_schema, &self.version, filters);
         let mut columns: Vec<usize> = tests
             .iter()
             .flatten()

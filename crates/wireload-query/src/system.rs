@@ -160,7 +160,7 @@ impl SystemView {
                         table.push(t.name().to_string());
                         name.push(col.name.clone());
                         ty.push(col.ty.to_string());
-                        storage.push(v.encodings[c].name());
+                        storage.push(v.stored_as[c].name());
                         entries.push(v.dictionary_entries(c).map(|n| n as i64));
                         bytes.push(v.column_bytes(c) as i64);
                     }

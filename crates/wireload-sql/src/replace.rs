@@ -498,7 +498,7 @@ fn update_in_place(
         schema: base.schema.clone(),
         partitions,
         indexes: base.indexes.clone(),
-        encodings: base.encodings.clone(),
+        stored_as: base.stored_as.clone(),
     };
     let version =
         wireload_publish::encode_dictionaries(def, version).map_err(|error| SqlError::Load {

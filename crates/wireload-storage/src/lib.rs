@@ -13,15 +13,15 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod compression;
 pub mod dictionary;
-mod encoding;
 mod index;
 mod table;
 mod version;
 
 pub use catalog::{Catalog, LOADS_KEPT, LoadRecord};
-pub use encoding::{
-    Compression, Encoding, coded_against, column_bytes, conform, conform_array, dictionary_type,
+pub use compression::{
+    Compression, StoredAs, coded_against, column_bytes, conform, conform_array, dictionary_type,
     is_dictionary, own_buffers, plain_batch, plain_schema, replace_columns, scan_type,
 };
 pub use index::{IndexDef, TableIndex};

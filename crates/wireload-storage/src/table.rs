@@ -7,7 +7,7 @@ use arrow::datatypes::SchemaRef;
 use wireload_types::TableSchema;
 
 use crate::StorageError;
-use crate::encoding::{Compression, Encoding};
+use crate::compression::{Compression, StoredAs};
 use crate::index::{IndexDef, TableIndex};
 use crate::version::TableVersion;
 
@@ -222,12 +222,12 @@ impl Table {
         let mut empty =
             TableVersion::empty(def.partitioning.count(), Arc::clone(&def.arrow_schema));
         empty.indexes = def.indexes.iter().cloned().map(TableIndex::empty).collect();
-        empty.encodings = def
+        empty.stored_as = def
             .schema
             .columns
             .iter()
             .zip(&def.compression)
-            .map(|(col, &c)| Encoding::of_column(&col.ty, c))
+            .map(|(col, &c)| StoredAs::of_column(&col.ty, c))
             .collect();
         Table {
             def: Arc::new(def),

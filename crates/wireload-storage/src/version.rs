@@ -9,7 +9,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
-use crate::encoding::{Encoding, coded_against, column_bytes, scan_type};
+use crate::compression::{StoredAs, coded_against, column_bytes, scan_type};
 use crate::index::TableIndex;
 
 /// The rows deleted from one chunk: a bitmap of its live rows (a published deletion
@@ -190,7 +190,7 @@ pub struct TableVersion {
     pub indexes: Vec<TableIndex>,
     /// How each column is stored; a dictionary column's chunks hold dictionary arrays (of
     /// their partition's code width) where `schema` says the value type.
-    pub encodings: Vec<Encoding>,
+    pub stored_as: Vec<StoredAs>,
 }
 
 impl TableVersion {
@@ -199,7 +199,7 @@ impl TableVersion {
         TableVersion {
             number: 0,
             content: 0,
-            encodings: vec![Encoding::Plain; schema.fields().len()],
+            stored_as: vec![StoredAs::Plain; schema.fields().len()],
             schema,
             partitions: vec![Partition::default(); partitions],
             indexes: Vec::new(),
@@ -208,14 +208,14 @@ impl TableVersion {
 
     /// The schema scans hand to queries ([`scan_type`] of each column).
     pub fn scan_schema(&self) -> SchemaRef {
-        if !self.encodings.contains(&Encoding::Dictionary) {
+        if !self.stored_as.contains(&StoredAs::Dictionary) {
             return Arc::clone(&self.schema);
         }
         let fields: Vec<Field> = self
             .schema
             .fields()
             .iter()
-            .zip(&self.encodings)
+            .zip(&self.stored_as)
             .map(|(f, &e)| {
                 let ty = scan_type(f.data_type(), e);
                 f.as_ref().clone().with_data_type(ty)
@@ -229,7 +229,7 @@ impl TableVersion {
 
     /// True when some column is dictionary-encoded.
     pub fn has_dictionaries(&self) -> bool {
-        self.encodings.contains(&Encoding::Dictionary)
+        self.stored_as.contains(&StoredAs::Dictionary)
     }
 
     /// Bytes in memory of column `column` over every partition.
@@ -253,14 +253,14 @@ impl TableVersion {
     pub fn storage_label(&self, column: usize) -> String {
         match self.dictionary_entries(column) {
             Some(n) => format!("dictionary ({n} entries)"),
-            None => self.encodings[column].name().to_string(),
+            None => self.stored_as[column].name().to_string(),
         }
     }
 
     /// Entries of column `column`'s dictionaries, summed over the partitions and their
     /// dictionary runs (None for a column without dictionaries).
     pub fn dictionary_entries(&self, column: usize) -> Option<usize> {
-        (self.encodings.get(column) == Some(&Encoding::Dictionary)).then(|| {
+        (self.stored_as.get(column) == Some(&StoredAs::Dictionary)).then(|| {
             self.partitions
                 .iter()
                 .flat_map(|p| p.column_dictionaries(column))
@@ -307,7 +307,7 @@ impl TableVersion {
             schema: self.schema.clone(),
             partitions: self.partitions.clone(),
             indexes,
-            encodings: self.encodings.clone(),
+            stored_as: self.stored_as.clone(),
         };
         next.append(added);
         next
@@ -343,7 +343,7 @@ impl TableVersion {
                 .iter()
                 .map(|i| TableIndex::empty((*i.def).clone()))
                 .collect(),
-            encodings: self.encodings.clone(),
+            stored_as: self.stored_as.clone(),
         }
     }
 

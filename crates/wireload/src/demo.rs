@@ -7,9 +7,9 @@ use anyhow::{Context, Result, bail};
 use wireload_tpch::{Answer, answers, cycle};
 
 use crate::cli::DemoArgs;
-use crate::engine::Engine;
 use crate::generate;
 use crate::render;
+use crate::runner::Runner;
 
 /// `1234567` as `1,234,567`.
 fn thousands(n: u64) -> String {
@@ -45,7 +45,7 @@ fn load_line(name: &str, rows: u64, bytes: u64, seconds: f64) -> String {
 }
 
 /// Runs the demo.
-pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
+pub fn run(runner: &Runner, args: &DemoArgs, threads: usize) -> Result<()> {
     if !(args.sf > 0.0 && args.sf.is_finite()) {
         bail!("--sf must be a positive number, got {}", args.sf);
     }
@@ -79,7 +79,7 @@ pub fn run(engine: &Engine, args: &DemoArgs, threads: usize) -> Result<()> {
     println!("queries; unload: EXPORT DATABASE (Arrow IPC, LZ4); reload: IMPORT DATABASE\n");
     let export_dir = temp.path().join("export");
     let report = cycle::run(
-        engine,
+        runner,
         &tables,
         &export_dir,
         true,

@@ -4,7 +4,6 @@
 
 mod cli;
 mod demo;
-mod engine;
 mod generate;
 mod inline;
 mod interrupt;
@@ -13,6 +12,7 @@ mod output;
 mod progress;
 mod push;
 mod render;
+mod runner;
 mod script;
 mod serve;
 mod shell;
@@ -24,7 +24,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::cli::{Cli, Command, GenCommand};
-use crate::engine::Engine;
+use crate::runner::Runner;
 
 fn run(cli: Cli) -> Result<()> {
     let threads = cli.threads.map(usize::from);
@@ -41,28 +41,28 @@ fn run(cli: Cli) -> Result<()> {
             generate::run(args, threads.unwrap_or_else(all_cores))
         }
         Some(Command::Demo(args)) => demo::run(
-            &Engine::new(threads)?,
+            &Runner::new(threads)?,
             args,
             threads.unwrap_or_else(all_cores),
         ),
-        Some(Command::Sql(args)) => oneshot::run(&Engine::new(threads)?, args),
+        Some(Command::Sql(args)) => oneshot::run(&Runner::new(threads)?, args),
         Some(Command::Sniff(args)) => oneshot::sniff(args),
         Some(Command::Serve(args)) => serve::run(args, threads),
         Some(Command::Push(args)) => push::run(args, threads.unwrap_or_else(all_cores)),
         None => {
-            let engine = Engine::new(threads)?;
+            let runner = Runner::new(threads)?;
             if let Some(path) = &cli.file {
                 let sql = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read {}", path.display()))?;
-                script::run(&engine, &sql, &path.display().to_string())
+                script::run(&runner, &sql, &path.display().to_string())
             } else if std::io::stdin().is_terminal() {
-                shell::run(&engine)
+                shell::run(&runner)
             } else {
                 let mut sql = String::new();
                 std::io::stdin()
                     .read_to_string(&mut sql)
                     .context("cannot read standard input")?;
-                script::run(&engine, &sql, "<stdin>")
+                script::run(&runner, &sql, "<stdin>")
             }
         }
     }

@@ -9,8 +9,8 @@ use wireload_storage::{Compression, Partitioning, TableDef};
 use wireload_types::{ColumnDef, SqlType, TableSchema};
 
 use crate::cli::{EngineArg, ModeArg, SniffArgs, SqlArgs, TableArg};
-use crate::engine::{Engine, Loader};
 use crate::output::Printer;
+use crate::runner::{Loader, Runner};
 
 /// A one-byte dialect character given on the command line: one ASCII character, or `\t`/`tab` for a tab.
 pub fn one_byte(flag: &str, value: &str) -> Result<u8> {
@@ -152,7 +152,7 @@ fn sniff_options(args: &SqlArgs, dialect: &Dialect) -> SniffOptions {
 }
 
 /// Runs `wireload sql`.
-pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
+pub fn run(runner: &Runner, args: &SqlArgs) -> Result<()> {
     let printer = Printer {
         format: args.format,
         summary_to_stdout: false,
@@ -211,15 +211,15 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                     None => def,
                 };
                 let name = def.name.clone();
-                engine
+                runner
                     .create_table(def)
                     .with_context(|| format!("cannot create table {}", table.name))?;
                 if args.all_varchar {
-                    engine.mark_header_named(&name);
+                    runner.mark_header_named(&name);
                 }
                 let mut sources = sources(&table.path)?;
                 let report = if sources.len() == 1 {
-                    engine.load(&name, sources.remove(0), options.clone(), loader)?
+                    runner.load(&name, sources.remove(0), options.clone(), loader)?
                 } else {
                     if loader == Loader::Gpu {
                         bail!(
@@ -228,10 +228,10 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                             sources.len()
                         );
                     }
-                    engine.load_many(&name, sources, options.clone())?
+                    runner.load_many(&name, sources, options.clone())?
                 };
                 printer.summary(&report)?;
-                print_notices(engine);
+                print_notices(runner);
             }
         }
         None => {
@@ -251,21 +251,21 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
                     project: None,
                     filename: false,
                 };
-                let report = engine
+                let report = runner
                     .create_from_sources(&table_name(&table.name), sources(&table.path)?, spec)
                     .with_context(|| format!("cannot load table {}", table.name))?;
                 printer.summary(&report)?;
-                print_notices(engine);
+                print_notices(runner);
             }
         }
     }
     let mut last = None;
     for parsed in statements {
-        let output = engine.run_statement(parsed.statement)?;
+        let output = runner.run_statement(parsed.statement)?;
         if let StatementOutput::Loaded(report) = &output {
             printer.summary(report)?;
         }
-        print_notices(engine);
+        print_notices(runner);
         last = Some(output);
     }
     match last {
@@ -277,8 +277,8 @@ pub fn run(engine: &Engine, args: &SqlArgs) -> Result<()> {
 }
 
 /// Prints the notices of the last statements on standard error.
-pub fn print_notices(engine: &Engine) {
-    for n in engine.take_notices() {
+pub fn print_notices(runner: &Runner) {
+    for n in runner.take_notices() {
         eprintln!("notice: {n}");
     }
 }

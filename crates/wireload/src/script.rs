@@ -8,11 +8,11 @@ use wireload_load::Source;
 use wireload_sql::Statement;
 
 use crate::cli::OutputFormat;
-use crate::engine::Engine;
 use crate::output::Printer;
+use crate::runner::Runner;
 
 /// Runs every statement of `sql`; `name` (the file, or `<stdin>`) prefixes error messages.
-pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
+pub fn run(runner: &Runner, sql: &str, name: &str) -> Result<()> {
     let printer = Printer {
         format: OutputFormat::Table,
         summary_to_stdout: false,
@@ -34,9 +34,9 @@ pub fn run(engine: &Engine, sql: &str, name: &str) -> Result<()> {
                         name: format!("{name} (COPY data from line {from})"),
                         data: data.clone().into(),
                     };
-                    engine.copy_from_client(*copy, source)
+                    runner.copy_from_client(*copy, source)
                 }
-                (_, statement) => engine.run_statement(statement),
+                (_, statement) => runner.run_statement(statement),
             }
             .with_context(|| format!("{name}, line {line}"))?;
             printer.print(&output)?;

@@ -9,9 +9,9 @@ use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
 use crate::cli::OutputFormat;
-use crate::engine::Engine;
 use crate::output::Printer;
 use crate::render;
+use crate::runner::Runner;
 
 /// Prompt for a new statement.
 const PROMPT: &str = "wireload> ";
@@ -72,7 +72,7 @@ fn command(line: &str) -> Command<'_> {
 }
 
 /// Runs the shell until the user quits.
-pub fn run(engine: &Engine) -> Result<()> {
+pub fn run(runner: &Runner) -> Result<()> {
     let mut editor = DefaultEditor::new()?;
     let history = history_path();
     if let Some(path) = &history {
@@ -91,7 +91,7 @@ pub fn run(engine: &Engine) -> Result<()> {
     loop {
         let prompt = if !buffer.is_empty() {
             CONTINUATION
-        } else if engine.in_transaction() {
+        } else if runner.in_transaction() {
             PROMPT_IN_TRANSACTION
         } else {
             PROMPT
@@ -112,8 +112,8 @@ pub fn run(engine: &Engine) -> Result<()> {
                 match cmd {
                     Command::Quit => break,
                     Command::Help => println!("{HELP}"),
-                    Command::ListTables => println!("{}", list_tables(engine)),
-                    Command::Describe(name) => match describe(engine, name) {
+                    Command::ListTables => println!("{}", list_tables(runner)),
+                    Command::Describe(name) => match describe(runner, name) {
                         Some(text) => println!("{text}"),
                         None => eprintln!("error: table \"{name}\" does not exist"),
                     },
@@ -159,7 +159,7 @@ pub fn run(engine: &Engine) -> Result<()> {
         } else {
             None
         };
-        execute(engine, &printer, &sql, data);
+        execute(runner, &printer, &sql, data);
     }
     if let Some(path) = &history {
         let _ = editor.save_history(path);
@@ -169,7 +169,7 @@ pub fn run(engine: &Engine) -> Result<()> {
 
 /// Runs the statements of `sql`, printing each result (or the error) and the time taken;
 /// `data` is the data of its last statement, a `COPY ... FROM STDIN`.
-fn execute(engine: &Engine, printer: &Printer, sql: &str, mut data: Option<Vec<u8>>) {
+fn execute(runner: &Runner, printer: &Printer, sql: &str, mut data: Option<Vec<u8>>) {
     let statements = match wireload_sql::parse_script(sql) {
         Ok(s) => s,
         Err(e) => {
@@ -187,9 +187,9 @@ fn execute(engine: &Engine, printer: &Printer, sql: &str, mut data: Option<Vec<u
                     name: "<stdin>".into(),
                     data: data.into(),
                 };
-                engine.copy_from_client(*copy, source)
+                runner.copy_from_client(*copy, source)
             }
-            (statement, _) => engine.run_statement(statement),
+            (statement, _) => runner.run_statement(statement),
         };
         let elapsed = started.elapsed().as_secs_f64();
         match result {
@@ -207,8 +207,8 @@ fn execute(engine: &Engine, printer: &Printer, sql: &str, mut data: Option<Vec<u
     }
 }
 
-fn list_tables(engine: &Engine) -> String {
-    let catalog = engine.catalog();
+fn list_tables(runner: &Runner) -> String {
+    let catalog = runner.catalog();
     let rows: Vec<Vec<String>> = catalog
         .table_names()
         .into_iter()
@@ -227,8 +227,8 @@ fn list_tables(engine: &Engine) -> String {
     render::text_table(&["table", "columns", "rows"], rows, &[1, 2])
 }
 
-fn describe(engine: &Engine, name: &str) -> Option<String> {
-    let catalog = engine.catalog();
+fn describe(runner: &Runner, name: &str) -> Option<String> {
+    let catalog = runner.catalog();
     let unquoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
     let table = match unquoted {
         Some(exact) => catalog.table(&exact.replace("\"\"", "\"")),

@@ -197,9 +197,9 @@ fn dictionary_table(columns: &[ColumnDef]) -> Arc<Table> {
 /// True when every column of `t` is stored in dictionaries.
 fn all_dictionaries(t: &Table) -> bool {
     t.snapshot()
-        .encodings
+        .stored_as
         .iter()
-        .all(|e| *e == wireload_storage::Encoding::Dictionary)
+        .all(|e| *e == wireload_storage::StoredAs::Dictionary)
 }
 
 /// Fails with the first column that differs.

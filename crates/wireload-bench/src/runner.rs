@@ -9,12 +9,12 @@ use wireload_sql::{Database, DbConfig, Statement, StatementOutput};
 use wireload_storage::{Catalog, TableDef};
 
 /// A database and the runtime its statements run on.
-pub struct Engine {
+pub struct Runner {
     db: Database,
     runtime: tokio::runtime::Runtime,
 }
 
-impl Engine {
+impl Runner {
     /// A new empty database using `threads` workers (all cores when `None`).
     pub fn new(threads: Option<usize>) -> Result<Self> {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -27,11 +27,11 @@ impl Engine {
             threads,
             ..Default::default()
         });
-        Ok(Engine { db, runtime })
+        Ok(Runner { db, runtime })
     }
 }
 
-impl wireload_tpch::Session for Engine {
+impl wireload_tpch::Session for Runner {
     fn create_table(&self, def: TableDef) -> Result<()> {
         Ok(self.db.create_table(def, false)?)
     }

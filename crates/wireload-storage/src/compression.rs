@@ -1,4 +1,4 @@
-//! How a table stores each column: the `COMPRESSION` it was declared with, the encoding a
+//! How a table stores each column: the `COMPRESSION` it was declared with, the form a
 //! version settled on, and the conversions between stored, scanned and plain batches.
 //!
 //! A dictionary column is stored per chunk as an Arrow dictionary array with codes of the
@@ -56,7 +56,7 @@ impl FromStr for Compression {
 
 /// How a table version stores a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub enum StoredAs {
     /// Plain Arrow arrays.
     Plain,
     /// Dictionary arrays over the partition's order-preserving dictionary.
@@ -65,33 +65,33 @@ pub enum Encoding {
     Undecided,
 }
 
-impl Encoding {
-    /// The encoding a new table starts with for a column declared `compression`.
+impl StoredAs {
+    /// The form a new table stores for a column declared `compression`.
     pub fn of(compression: Compression) -> Self {
         match compression {
-            Compression::Plain => Encoding::Plain,
-            Compression::Dictionary => Encoding::Dictionary,
-            Compression::Auto => Encoding::Undecided,
+            Compression::Plain => StoredAs::Plain,
+            Compression::Dictionary => StoredAs::Dictionary,
+            Compression::Auto => StoredAs::Undecided,
         }
     }
 
-    /// The encoding a new table starts with for a column of type `ty` declared
+    /// The form a new table stores for a column of type `ty` declared
     /// `compression`: REAL, DOUBLE and BOOLEAN columns are always plain (a float's -0.0
     /// and 0.0 are two entries but one group in SQL; a boolean is one bit).
     pub fn of_column(ty: &SqlType, compression: Compression) -> Self {
         if dictionary_type(ty) {
-            Encoding::of(compression)
+            StoredAs::of(compression)
         } else {
-            Encoding::Plain
+            StoredAs::Plain
         }
     }
 
     /// The name views and `\d` show.
     pub fn name(self) -> &'static str {
         match self {
-            Encoding::Plain => "plain",
-            Encoding::Dictionary => "dictionary",
-            Encoding::Undecided => "auto (undecided)",
+            StoredAs::Plain => "plain",
+            StoredAs::Dictionary => "dictionary",
+            StoredAs::Undecided => "auto (undecided)",
         }
     }
 }
@@ -101,13 +101,13 @@ pub fn dictionary_type(ty: &SqlType) -> bool {
     !matches!(ty, SqlType::Real | SqlType::Double | SqlType::Boolean)
 }
 
-/// The type a scan hands a column of type `value` stored as `encoding`: text stored in
+/// The type a scan hands a column of type `value` stored as `stored`: text stored in
 /// dictionaries as `Dictionary(UInt32, Utf8)`, everything else as its value type (scans
 /// decode numbers, dates and timestamps from their dictionaries after filtering on codes:
 /// DataFusion plans arithmetic and date functions on plain types only).
-pub fn scan_type(value: &DataType, encoding: Encoding) -> DataType {
-    match (encoding, value) {
-        (Encoding::Dictionary, DataType::Utf8) => {
+pub fn scan_type(value: &DataType, stored: StoredAs) -> DataType {
+    match (stored, value) {
+        (StoredAs::Dictionary, DataType::Utf8) => {
             DataType::Dictionary(Box::new(DataType::UInt32), Box::new(value.clone()))
         }
         _ => value.clone(),
@@ -279,7 +279,7 @@ mod tests {
         let batch = RecordBatch::try_new(stored, vec![dict]).unwrap();
         let wide = Arc::new(Schema::new(vec![Field::new(
             "s",
-            scan_type(&DataType::Utf8, Encoding::Dictionary),
+            scan_type(&DataType::Utf8, StoredAs::Dictionary),
             true,
         )]));
         let scanned = conform(&batch, &wide).unwrap();

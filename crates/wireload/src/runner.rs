@@ -29,13 +29,13 @@ pub enum Loader {
 }
 
 /// A database, the runtime its statements run on, and the Ctrl-C flag.
-pub struct Engine {
+pub struct Runner {
     db: Database,
     runtime: tokio::runtime::Runtime,
     interrupt: Arc<AtomicBool>,
 }
 
-impl Engine {
+impl Runner {
     /// A new empty database using `threads` workers (all cores when `None`).
     pub fn new(threads: Option<usize>) -> Result<Self> {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -48,7 +48,7 @@ impl Engine {
             threads,
             ..Default::default()
         });
-        Ok(Engine {
+        Ok(Runner {
             db,
             runtime,
             interrupt: interrupt::flag(),
@@ -177,21 +177,21 @@ impl Engine {
 }
 
 /// The demo's cycle runs on the engine: a progress bar on its loads, Ctrl-C cancels.
-impl wireload_tpch::Session for Engine {
+impl wireload_tpch::Session for Runner {
     fn create_table(&self, def: TableDef) -> Result<()> {
-        Engine::create_table(self, def)
+        Runner::create_table(self, def)
     }
 
     fn load(&self, table: &str, source: Source, options: LoadOptions) -> Result<LoadReport> {
-        Engine::load(self, table, source, options, Loader::Cpu)
+        Runner::load(self, table, source, options, Loader::Cpu)
     }
 
     fn run_statement(&self, statement: Statement) -> Result<StatementOutput> {
-        Engine::run_statement(self, statement)
+        Runner::run_statement(self, statement)
     }
 
     fn catalog(&self) -> &Arc<Catalog> {
-        Engine::catalog(self)
+        Runner::catalog(self)
     }
 }
 

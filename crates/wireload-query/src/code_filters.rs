@@ -28,7 +28,7 @@ use arrow::datatypes::{
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Expr;
 use wireload_storage::dictionary::lower_bound;
-use wireload_storage::{Encoding, TableVersion, coded_against};
+use wireload_storage::{StoredAs, TableVersion, coded_against};
 
 use crate::index::{Constraint, constrained_columns, constraints};
 
@@ -157,7 +157,7 @@ pub(crate) fn pushdown(schema: &Schema, version: &TableVersion, filters: &[&Expr
         .map(|f| {
             constrained_columns(f, schema)
                 .into_iter()
-                .any(|c| version.encodings.get(c) == Some(&Encoding::Dictionary))
+                .any(|c| version.stored_as.get(c) == Some(&StoredAs::Dictionary))
         })
         .collect()
 }
@@ -173,7 +173,7 @@ pub(crate) fn plan(
 ) -> Vec<Vec<Arc<ChunkTests>>> {
     let cons: BTreeMap<usize, Constraint> = constraints(filters, schema)
         .into_iter()
-        .filter(|(c, _)| version.encodings.get(*c) == Some(&Encoding::Dictionary))
+        .filter(|(c, _)| version.stored_as.get(*c) == Some(&StoredAs::Dictionary))
         .collect();
     version
         .partitions
@@ -351,7 +351,7 @@ mod tests {
             plain,
         ];
         let mut version = TableVersion::empty(1, Arc::clone(&schema));
-        version.encodings = vec![Encoding::Dictionary];
+        version.stored_as = vec![StoredAs::Dictionary];
         version.partitions[0] = Partition::new(chunks);
         let tests = plan(&schema, &version, &[col("s").eq(lit("MAIL"))]);
         let t = &tests[0];
