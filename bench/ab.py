@@ -38,7 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--title", default="Loader before and after")
-    p.add_argument("--out", default=None, help="markdown file whose section is replaced")
+    p.add_argument("--out", default=None, help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     p.add_argument("--timeout", type=float, default=600)
     args = p.parse_args(argv)
     if args.data_dir is None:
@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
     print(section)
     if args.out:
         key = f"ab {args.before_name} {args.after_name} {args.tables} sf={load.fmt_sf(args.sf)}"
-        load.write_section(Path(args.out), key, section)
+        print(f"wrote {load.record(key, section, results=args.out)}", file=sys.stderr)
     return 0
 
 

@@ -32,8 +32,8 @@ from load import (  # noqa: E402
     machine_info,
     touch_memory,
     wireload_version,
-    write_section,
 )
+from record import record, summary  # noqa: E402
 from storage import run_once  # noqa: E402
 
 # (label, build, storage)
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/dev/shm/wl-storage-work"))
-    ap.add_argument("--out", type=Path, help="write the section into this RESULTS.md")
+    ap.add_argument("--out", type=Path, help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     args = ap.parse_args(argv)
 
     binaries = {"baseline": args.baseline, "candidate": args.wireload}
@@ -123,7 +123,9 @@ def main(argv: list[str]) -> int:
     section = "\n".join(lines)
     print(section)
     if args.out:
-        write_section(args.out, "codes-sf1", section)
+        brief = summary(section, rows=("**22 queries**",), also=("- 22 queries against plain",))
+        path = record("codes-sf1", section, results=args.out, summary_text=brief)
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

@@ -14,7 +14,7 @@ is touched and freed, for every contestant alike: idle memory is returned to the
 here, and a load's first touch of it is slow. A load of lineitem peaks at about 1.7 times
 the input's size (the table and the stream's blocks), so a buffer of the input's size alone
 (this script's earlier default) can leave a third of the load's memory cold (see
-bench/RESULTS.md, 2026-11-29, for when that mattered and when it did not).
+bench/records/2026-11-29-compressed-cold-memory.md for when that mattered and when it did not).
 
     python3 bench/compressed.py --wireload target/release/wireload \\
         --input /dev/shm/wl-sf1/lineitem.tbl --work /dev/shm/wl-gz --runs 5

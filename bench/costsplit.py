@@ -39,8 +39,8 @@ from load import (  # noqa: E402
     git_commit,
     loadavg,
     machine_info,
-    write_section,
 )
+from record import record  # noqa: E402
 
 STORAGES = ["plain", "auto", "dictionary"]
 STEPS = ["parse and deserialize", "sort step", "dictionary merge and re-encode", "publish",
@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--data", type=Path, required=True, help="directory with lineitem.tbl")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/dev/shm"))
-    ap.add_argument("--out", type=Path, help="write the section into this RESULTS.md")
+    ap.add_argument("--out", type=Path, help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     args = ap.parse_args(argv)
 
     started = dt.datetime.now(dt.timezone.utc)
@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
     section = "\n".join(lines) + "\n"
     print(section)
     if args.out:
-        write_section(args.out, "costsplit-sf1", section)
+        print(f"wrote {record('costsplit-sf1', section, results=args.out)}", file=sys.stderr)
     return 0
 
 

@@ -19,7 +19,8 @@ part of the cycle). Contestants:
 Every query answer of wireload, DuckDB and Hyper (first repetition) is checked against
 DuckDB's answers computed once by bench/tpch_answers.py, by `wireload-bench answers` (the
 answer check of crates/wireload-tpch, at its strict tolerance). Repetitions are interleaved,
-each in a fresh process; medians are reported in a section of bench/RESULTS.md.
+each in a fresh process; medians are recorded with bench/record.py
+(a record in bench/records/, its figures in bench/RESULTS.md).
 
     bench/.venv/bin/python bench/cycle.py                    # SF1, 2 threads, 3 runs
 
@@ -48,8 +49,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-# bench/load.py: the schema, the load peers, machine info and the section writer
+# bench/load.py: the schema, the load peers and machine info
 import load as loadbench
+from record import record  # noqa: E402
 from load import (
     ALL_TABLES,
     DUMMY_COLUMN,
@@ -743,15 +745,8 @@ def driver_main(args: argparse.Namespace, argv: list[str]) -> int:
         "python": platform.python_version(),
     }
     section = render_section(run)
-    out = Path(args.out)
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            "# wireload benchmarks\n\nWritten by `bench/cycle.py` from its own measurements; "
-            "do not edit by hand.\n\n"
-        )
-    loadbench.write_section(out, section_key(args), section)
-    print(f"wrote section to {args.out}", file=sys.stderr)
+    path = record(section_key(args), section, results=args.out)
+    print(f"wrote {path} and its figures to {args.out}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
     print(section)
@@ -1134,7 +1129,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--only", help=f"comma-separated contestants (default all: {','.join(CONTESTANTS)})"
     )
     p.add_argument(
-        "--out", default="bench/RESULTS.md", help="markdown file to write the section to"
+        "--out", default="bench/RESULTS.md", help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it"
     )
     p.add_argument("--json", help="also write the raw measurements as JSON here")
     p.add_argument(

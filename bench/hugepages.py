@@ -2,8 +2,8 @@
 """Do transparent huge pages help the load? Loads lineitem with wireload as is and with
 glibc's THP tunables (`glibc.malloc.hugetlb=1`: malloc madvises its heaps with
 MADV_HUGEPAGE; `glibc.malloc.mmap_threshold=32 MiB`: partition buffers come from those
-heaps instead of their own 4 KiB-page mappings), interleaved, and writes a section of
-bench/RESULTS.md. A measurement, not a test.
+heaps instead of their own 4 KiB-page mappings), interleaved, and records
+the run (bench/record.py). A measurement, not a test.
 
     bench/.venv/bin/python bench/hugepages.py --wireload target/rel/release/wireload
 """
@@ -67,7 +67,8 @@ def main(argv: list[str]) -> int:
         rates = [mb / s for s in xs]
         lines.append(f"| {name} | {statistics.median(rates):.0f} | {min(rates):.0f}–{max(rates):.0f} |")
     lines.append("")
-    load.write_section(Path(args.out), f"hugepages sf={load.fmt_sf(args.sf)}", "\n".join(lines) + "\n")
+    path = load.record(f"hugepages sf={load.fmt_sf(args.sf)}", "\n".join(lines) + "\n", results=args.out)
+    print(f"wrote {path}", file=sys.stderr)
     print("\n".join(lines))
     return 0
 

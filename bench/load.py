@@ -5,7 +5,7 @@ Contestants: wireload (2 threads and 1 thread), DuckDB, Polars, pyarrow,
 Hyper API and chDB. Every peer loads into its own in-memory storage with an explicit
 schema; wireload runs `wireload --threads N -f script.sql`. Repetitions are
 interleaved (rep 1: all contestants, rep 2: all contestants, ...), medians are
-quoted, and the report section is written from the run's own measurements.
+quoted, and the run is recorded (bench/record.py) from its own measurements.
 
 Run it with the venv that bench/setup.sh creates:
 
@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import record, summary  # noqa: E402
 
 # --------------------------------------------------------------------------
 # TPC-H schema (the DDL of the TPC-H specification; orderkeys as BIGINT)
@@ -757,7 +760,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"comma-separated contestants (default all: {','.join(CONTESTANTS)})",
     )
     p.add_argument(
-        "--out", default="bench/RESULTS.md", help="markdown file to write the section to"
+        "--out", default="bench/RESULTS.md", help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it"
     )
     p.add_argument("--json", help="also write the raw measurements as JSON here")
     p.add_argument("--timeout", type=float, default=900, help="seconds per contestant run")
@@ -895,8 +898,9 @@ def driver_main(args: argparse.Namespace, argv: list[str]) -> int:
         "python": platform.python_version(),
     }
     section = render_section(run)
-    write_section(Path(args.out), section_key(args), section)
-    print(f"wrote section to {args.out}", file=sys.stderr)
+    under = "all 8 tables" if args.tables == "all" else None
+    path = record(section_key(args), section, results=args.out, summary_text=summary(section, under))
+    print(f"wrote {path} and its figures to {args.out}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
     print(section)
@@ -1100,29 +1104,6 @@ def render_section(run: dict) -> str:
     lines.append("")
     lines.append("</details>")
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, key: str, section: str) -> None:
-    """Replace the section tagged with key in path (or append it)."""
-    begin = f"<!-- begin {key} -->"
-    end = f"<!-- end {key} -->"
-    block = f"{begin}\n{section}{end}\n"
-    if path.exists():
-        text = path.read_text()
-    else:
-        text = (
-            "# wireload load benchmarks\n\n"
-            "Written by `bench/load.py` from its own measurements; do not edit by hand.\n\n"
-        )
-    i, j = text.find(begin), text.find(end)
-    if i >= 0 and j > i:
-        text = text[:i] + block + text[j + len(end) :].lstrip("\n")
-    else:
-        if not text.endswith("\n\n"):
-            text = text.rstrip("\n") + "\n\n"
-        text += block
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a wireload load spends its cycles, in the form of the Instant Loading paper's
 profile: `perf record` (cpu-clock sampling) of `wireload` loading one TPC-H table, samples
-grouped by the stage their function belongs to, and a section of bench/RESULTS.md.
+grouped by the stage their function belongs to, and a record (bench/record.py).
 
     cargo build --profile profiling -p wireload   # the release build with line tables
     bench/.venv/bin/python bench/profile.py --wireload target/profiling/wireload
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import load  # noqa: E402  (the load benchmark's DDL, machine facts and section writer)
+import load  # noqa: E402  (the load benchmark's DDL and machine facts; load.record writes the record)
 
 # Stage of a sampled function, by the first pattern its symbol matches (order matters).
 # The builder keeps one out-of-line loop per kind of value (append_integers, append_dates,
@@ -162,7 +162,7 @@ def main(argv: list[str]) -> int:
     )
     lines.append("")
     key = f"profile {args.table} sf={load.fmt_sf(args.sf)}"
-    load.write_section(Path(args.out), key, "\n".join(lines) + "\n")
+    print(f"wrote {load.record(key, chr(10).join(lines) + chr(10), results=args.out)}", file=sys.stderr)
     print("\n".join(lines))
     return 0
 

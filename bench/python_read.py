@@ -19,8 +19,8 @@ size, records its RSS (the baseline), resets the kernel's RSS high-water mark
 mark (VmHWM) from /proc/self/status: the peak RSS of the timed region. Where resetting
 VmHWM does not work, a thread samples the RSS every 5 ms instead. Repetitions are
 interleaved (repetition 1 runs every contestant, then repetition 2, ...; the order rotates
-by one each repetition), medians are quoted, and with `--out` a section
-`<!-- begin python-read -->` of the results file is written from the run's measurements.
+by one each repetition), medians are quoted, and with `--out` the run is recorded
+(bench/record.py: a record in records/ beside the results file, its figures in that file).
 
     bench/.venv/bin/pip install ./python      # the wireload package (release build)
     bench/.venv/bin/python bench/python_read.py --out bench/RESULTS.md
@@ -59,8 +59,8 @@ from load import (  # noqa: E402  (stdlib-only helpers shared by the bench scrip
     tail,
     touch_memory,
     worker_python,
-    write_section,
 )
+from record import record  # noqa: E402
 
 SECTION_KEY = "python-read"
 DEFAULT_DATA = "/dev/shm/wl-sf1/lineitem.tbl"
@@ -486,7 +486,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         help="contestant(s) to leave out, comma-separated or repeated (e.g. --skip wireload)",
     )
-    p.add_argument("--out", help="markdown file whose `python-read` section is replaced/appended")
+    p.add_argument("--out", help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     p.add_argument("--json", help="also write all raw results as JSON here")
     p.add_argument("--timeout", type=float, default=600, help="seconds per child (default 600)")
     p.add_argument(
@@ -635,8 +635,8 @@ def driver_main(args: argparse.Namespace, argv: list[str]) -> int:
     print()
     print(verdict(run))
     if args.out:
-        write_section(Path(args.out), SECTION_KEY, section)
-        print(f"wrote section `{SECTION_KEY}` to {args.out}", file=sys.stderr)
+        path = record(SECTION_KEY, section, results=args.out)
+        print(f"wrote {path} and its figures to {args.out}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
         print(f"wrote raw results to {args.json}", file=sys.stderr)

@@ -47,8 +47,8 @@ from load import (  # noqa: E402
     machine_info,
     touch_memory,
     wireload_version,
-    write_section,
 )
+from record import record  # noqa: E402
 
 USER = "bench"
 PASSWORD = "bench-password"
@@ -253,7 +253,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", default=None)
-    p.add_argument("--out", default=None, help="write the report as a section of this file")
+    p.add_argument("--out", default=None, help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     p.add_argument("--worker", nargs=argparse.REMAINDER)
     args = p.parse_args()
     if args.worker:
@@ -383,7 +383,7 @@ def main() -> None:
     print()
     print(report)
     if args.out:
-        write_section(Path(args.out), "serve sf=1", report)
+        print(f"wrote {record('serve sf=1', report, results=args.out)}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps({"loads": results, "queries": queries}, indent=1))
 

@@ -5,7 +5,7 @@ threads (wireload binary, interleaved repetitions, medians), the structural scan
 (the `scan` cargo bench: GB/s and the ratio to a memchr newline count), and instructions
 and branch misses per KB of CSV counted by cachegrind's branch simulator (this machine has
 no hardware counters; valgrind cannot run AVX-512 code, so that backend is not counted).
-Writes a section of bench/RESULTS.md.
+Records the run with bench/record.py.
 
     bench/.venv/bin/python bench/simd.py --wireload target/rel/release/wireload \\
         --scan-bench "$(ls target/.../deps/scan-*)"
@@ -205,7 +205,8 @@ def main(argv: list[str]) -> int:
     lines.append("")
     lines.append("</details>")
     lines.append("")
-    load.write_section(Path(args.out), f"simd sf={load.fmt_sf(args.sf)}", "\n".join(lines) + "\n")
+    path = load.record(f"simd sf={load.fmt_sf(args.sf)}", "\n".join(lines) + "\n", results=args.out)
+    print(f"wrote {path}", file=sys.stderr)
     print("\n".join(lines))
     return 0
 

@@ -37,8 +37,8 @@ from load import (  # noqa: E402
     machine_info,
     touch_memory,
     wireload_version,
-    write_section,
 )
+from record import record  # noqa: E402
 
 STORAGES = ["plain", "dictionary", "auto"]
 
@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wireload", default="target/release/wireload")
     ap.add_argument("--work", type=Path, default=Path("/dev/shm/wl-storage-work"))
-    ap.add_argument("--out", type=Path, help="write the section into this RESULTS.md")
+    ap.add_argument("--out", type=Path, help="results file (bench/RESULTS.md) whose figures for this run are replaced; the run is recorded in records/ beside it")
     ap.add_argument("--raw", type=Path, help="also write every run's figures as JSON here")
     ap.add_argument("--wide", type=Path, help="also load the wide table of bench/widegen.py in DIR")
     args = ap.parse_args(argv)
@@ -242,7 +242,7 @@ def main(argv: list[str]) -> int:
     section = "\n".join(lines)
     print(section)
     if args.out:
-        write_section(args.out, "storage-sf1", section)
+        print(f"wrote {record('storage-sf1', section, results=args.out)}", file=sys.stderr)
     return 0
 
 
