@@ -48,22 +48,14 @@ mod upsert;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{
-    DdlStatement, DmlStatement, LogicalPlan, Statement as PlanStatement, WriteOp,
-};
 use datafusion::prelude::SessionContext;
-use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast;
-use wireload_gpu::{GpuError, GpuOptions, GpuReport};
-use wireload_load::{Dialect, FieldSource, Fields, LoadControl, LoadOptions, LoadReport, Source};
+use wireload_load::{LoadControl, LoadReport};
 use wireload_query::CatalogSchema;
-use wireload_storage::{Catalog, IndexDef, StorageError, Table, TableDef, TableVersion};
-use wireload_unload::export::Export as ExportFiles;
+use wireload_storage::{Catalog, Table};
 
 pub use copy::{
     CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat, ReadSpec,

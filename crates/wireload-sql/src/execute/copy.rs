@@ -1,6 +1,22 @@
 //! COPY FROM a file or the client, COPY TO a file or the client, and loads by API.
 
-use crate::*;
+use crate::copy::{
+    CopyFrom, CopyPath, CopySource, CopyTo, Engine, InputFormat, OutputFormat, ReadSpec,
+};
+use crate::error::SqlError;
+use crate::parse::Statement;
+use crate::roles::Privilege;
+use crate::{
+    BinaryFormat, Database, StatementOutput, authorize, copy, files, gate, off_runtime, unload,
+};
+use arrow::datatypes::SchemaRef;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
+use std::sync::Arc;
+use std::time::Instant;
+use wireload_gpu::{GpuError, GpuOptions, GpuReport};
+use wireload_load::{Dialect, FieldSource, Fields, LoadControl, LoadOptions, LoadReport, Source};
+use wireload_storage::{StorageError, Table};
 
 impl Database {
     pub(crate) async fn copy_from(

@@ -1,6 +1,10 @@
 //! CREATE TABLE, DROP TABLE, CREATE INDEX and DROP INDEX.
 
-use crate::*;
+use crate::ddl::{CreateIndex, DropIndex, DropTable};
+use crate::error::SqlError;
+use crate::{Database, StatementOutput};
+use std::sync::Arc;
+use wireload_storage::{StorageError, Table, TableDef};
 
 impl Database {
     /// Creates the empty table `def`; with `if_not_exists` an existing table (or view) of

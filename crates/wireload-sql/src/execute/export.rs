@@ -1,6 +1,13 @@
 //! EXPORT DATABASE and IMPORT DATABASE.
 
-use crate::*;
+use crate::error::SqlError;
+use crate::export::{Export, Import};
+use crate::parse::{Statement, parse_script};
+use crate::{Database, gate};
+use std::sync::Arc;
+use wireload_load::LoadControl;
+use wireload_storage::{IndexDef, TableDef};
+use wireload_unload::export::Export as ExportFiles;
 
 impl Database {
     pub(crate) async fn export(

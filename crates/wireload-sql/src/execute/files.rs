@@ -1,7 +1,16 @@
 //! Files read in FROM: loaded into temporary tables for one statement, with only the columns
 //! and rows its plan reads of them.
 
-use crate::*;
+use crate::error::SqlError;
+use crate::parse::Statement;
+use crate::{Database, copy, files, gate, pushdown};
+use arrow::record_batch::RecordBatch;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
+use std::sync::Arc;
+use wireload_load::{LoadControl, LoadReport};
+use wireload_query::{CatalogSchema, SnapshotTable};
+use wireload_storage::{Table, TableDef};
 
 impl Database {
     /// Loads the files (and the rejects log) `statement` reads into temporary tables,

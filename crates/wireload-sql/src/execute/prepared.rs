@@ -1,7 +1,17 @@
 //! Prepared statements: planned once with parameters, run many times, a read or update of one
 //! row by a unique key straight on the index.
 
-use crate::*;
+use crate::dml::{OnConflict, RowChange};
+use crate::error::SqlError;
+use crate::parse::{Statement, parse_script};
+use crate::rows::Streamed;
+use crate::{Database, StatementOutput, authorize, dml, keyed};
+use arrow::datatypes::SchemaRef;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast;
+use std::collections::HashMap;
+use std::sync::Arc;
+use wireload_load::LoadControl;
 
 impl Database {
     /// Prepares `sql` (one query, INSERT, UPDATE or DELETE, with parameters `$1`, `$2`,
@@ -306,6 +316,8 @@ pub(crate) fn parameter_fields(plan: &LogicalPlan) -> Option<Vec<arrow::datatype
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Actor, DbConfig};
+    use datafusion::common::ScalarValue;
 
     /// Runs `p` in `db` with `id`; the error's SQLSTATE, or "ok".
     async fn state(db: &Database, p: &PreparedStatement, id: i64) -> String {

@@ -1,6 +1,15 @@
 //! Statements DataFusion plans (queries, EXPLAIN, PREPARE/EXECUTE by name), and SET/SHOW/RESET.
 
-use crate::*;
+use crate::error::SqlError;
+use crate::rows::{RowStream, Streamed};
+use crate::settings::{Setting, SettingStatement};
+use crate::{CANCEL_POLL, Database, StatementOutput};
+use arrow::record_batch::RecordBatch;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
+use std::sync::Arc;
+use wireload_load::LoadControl;
 
 impl Database {
     /// Plans and runs a statement DataFusion handles.

@@ -1,7 +1,11 @@
 //! Running statements in and out of transactions: BEGIN, COMMIT, ROLLBACK and savepoints,
 //! a failed statement failing its transaction, and `statement_timeout`.
 
-use crate::*;
+use crate::error::{SqlError, SqlState};
+use crate::transaction::TxStatement;
+use crate::{Database, StatementOutput, rows, transaction};
+use std::sync::Arc;
+use wireload_load::LoadControl;
 
 impl Database {
     /// Runs a statement's `work` under `statement_timeout`; inside a transaction, refuses

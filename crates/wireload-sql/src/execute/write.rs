@@ -1,7 +1,20 @@
 //! INSERT, UPDATE, DELETE, upserts, CREATE TABLE AS, TRUNCATE and ingests: rows computed, then
 //! published as a new version of the table.
 
-use crate::*;
+use crate::dml::{CreateTableAs, DoUpdate, OnConflict, RowChange, Truncate, Write};
+use crate::error::{SqlError, SqlState};
+use crate::roles::Privilege;
+use crate::{
+    Database, StatementOutput, authorize, ddl, dml, off_runtime, quote_ident, replace, upsert,
+};
+use arrow::record_batch::RecordBatch;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
+use std::sync::Arc;
+use wireload_load::LoadControl;
+use wireload_storage::{StorageError, Table, TableDef, TableVersion};
 
 impl Database {
     /// `INSERT`, `UPDATE` or `DELETE`, planned by DataFusion; nothing changes when the
