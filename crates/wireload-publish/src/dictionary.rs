@@ -32,9 +32,8 @@ use arrow::array::{
 };
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{
-    ArrowDictionaryKeyType, ArrowNativeType, ArrowPrimitiveType, DataType, Date32Type,
-    Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimeUnit,
-    TimestampMicrosecondType, UInt8Type, UInt16Type, UInt32Type,
+    ArrowDictionaryKeyType, ArrowNativeType, ArrowPrimitiveType, DataType, UInt8Type, UInt16Type,
+    UInt32Type,
 };
 use wireload_storage::dictionary::{
     Bool, DictionaryError, FIB, Key, Kind, OrderKey, Prim, Utf8, code_type, first_unordered,
@@ -102,56 +101,7 @@ pub struct MergedColumn {
 
 type Result<T, E = DictionaryError> = std::result::Result<T, E>;
 
-/// Runs `$body` with `$kind` a type alias for the `Kind` of `$data_type`, or evaluates
-/// `$unsupported` for a type without one: the one dispatch on the type per array, the code
-/// in `$body` is then generic.
-macro_rules! dispatch {
-    ($data_type:expr, $kind:ident => $body:expr, $unsupported:expr) => {
-        match $data_type {
-            DataType::Int16 => {
-                type $kind = Prim<Int16Type>;
-                $body
-            }
-            DataType::Int32 => {
-                type $kind = Prim<Int32Type>;
-                $body
-            }
-            DataType::Int64 => {
-                type $kind = Prim<Int64Type>;
-                $body
-            }
-            DataType::Float32 => {
-                type $kind = Prim<Float32Type>;
-                $body
-            }
-            DataType::Float64 => {
-                type $kind = Prim<Float64Type>;
-                $body
-            }
-            DataType::Decimal128(_, _) => {
-                type $kind = Prim<Decimal128Type>;
-                $body
-            }
-            DataType::Date32 => {
-                type $kind = Prim<Date32Type>;
-                $body
-            }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                type $kind = Prim<TimestampMicrosecondType>;
-                $body
-            }
-            DataType::Utf8 => {
-                type $kind = Utf8;
-                $body
-            }
-            DataType::Boolean => {
-                type $kind = Bool;
-                $body
-            }
-            _ => $unsupported,
-        }
-    };
-}
+use wireload_storage::dispatch_kind as dispatch;
 
 /// Builds the sorted dictionary of `values` and the codes into it (the per-fragment "sort
 /// step"): returns (dictionary, codes of the narrowest width, nulls where `values` has them).
@@ -1431,6 +1381,9 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use arrow::datatypes::{
+        Decimal128Type, Float32Type, Float64Type, Int16Type, Int64Type, TimeUnit,
+    };
     use wireload_storage::dictionary::{is_supported, value_type};
 
     // ---- helpers -------------------------------------------------------------------------

@@ -86,54 +86,73 @@ pub fn value_type(column: &ArrayRef) -> DataType {
 
 /// Runs `$body` with `$kind` a type alias for the [`Kind`] of `$data_type`, or evaluates
 /// `$unsupported` for a type without one: the one dispatch on the type per array, the code
-/// in `$body` is then generic.
-macro_rules! dispatch {
+/// in `$body` is then generic. The one list of the types a dictionary holds, for reads here
+/// and for the write path's builds and merges.
+#[macro_export]
+macro_rules! dispatch_kind {
     ($data_type:expr, $kind:ident => $body:expr, $unsupported:expr) => {
         match $data_type {
-            DataType::Int16 => {
-                type $kind = Prim<Int16Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Int16 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Int16Type>;
                 $body
             }
-            DataType::Int32 => {
-                type $kind = Prim<Int32Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Int32 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Int32Type>;
                 $body
             }
-            DataType::Int64 => {
-                type $kind = Prim<Int64Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Int64 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Int64Type>;
                 $body
             }
-            DataType::Float32 => {
-                type $kind = Prim<Float32Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Float32 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Float32Type>;
                 $body
             }
-            DataType::Float64 => {
-                type $kind = Prim<Float64Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Float64 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Float64Type>;
                 $body
             }
-            DataType::Decimal128(_, _) => {
-                type $kind = Prim<Decimal128Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Decimal128(_, _) => {
+                type $kind = $crate::dictionary::Prim<
+                    $crate::dictionary::__arrow::datatypes::Decimal128Type,
+                >;
                 $body
             }
-            DataType::Date32 => {
-                type $kind = Prim<Date32Type>;
+            $crate::dictionary::__arrow::datatypes::DataType::Date32 => {
+                type $kind =
+                    $crate::dictionary::Prim<$crate::dictionary::__arrow::datatypes::Date32Type>;
                 $body
             }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                type $kind = Prim<TimestampMicrosecondType>;
+            $crate::dictionary::__arrow::datatypes::DataType::Timestamp(
+                $crate::dictionary::__arrow::datatypes::TimeUnit::Microsecond,
+                _,
+            ) => {
+                type $kind = $crate::dictionary::Prim<
+                    $crate::dictionary::__arrow::datatypes::TimestampMicrosecondType,
+                >;
                 $body
             }
-            DataType::Utf8 => {
-                type $kind = Utf8;
+            $crate::dictionary::__arrow::datatypes::DataType::Utf8 => {
+                type $kind = $crate::dictionary::Utf8;
                 $body
             }
-            DataType::Boolean => {
-                type $kind = Bool;
+            $crate::dictionary::__arrow::datatypes::DataType::Boolean => {
+                type $kind = $crate::dictionary::Bool;
                 $body
             }
             _ => $unsupported,
         }
     };
 }
+
+pub(crate) use crate::dispatch_kind as dispatch;
+#[doc(hidden)]
+pub use arrow as __arrow;
 
 /// True when `values` is a valid dictionary (supported type, no nulls, strictly ascending in
 /// value order).
