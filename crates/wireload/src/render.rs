@@ -94,23 +94,8 @@ pub fn table(
     Ok(table.to_string())
 }
 
-/// An aligned table of ready-made text cells; the columns in `right` are right-aligned.
-pub fn text_table(header: &[&str], rows: Vec<Vec<String>>, right: &[usize]) -> String {
-    let mut table = Table::new();
-    table
-        .load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(header.iter().copied());
-    for row in rows {
-        table.add_row(row);
-    }
-    for &i in right {
-        if let Some(column) = table.column_mut(i) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.to_string()
-}
+/// An aligned table of ready-made text cells (the cycle report's, shared).
+pub use wireload_tpch::cycle::text_table;
 
 /// The footer under a table: `(N rows)`, noting when only the first rows are drawn.
 pub fn rows_footer(total: usize, shown_limit: Option<usize>) -> String {
